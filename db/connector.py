@@ -1,0 +1,112 @@
+"""The one narrow door to Postgres: an engine per process, transactions, vector adaptation.
+
+Engines are created lazily in the process that uses them and rebuilt after a fork (a pool
+shared across fork hands one socket to two processes). Vectors travel in pgvector's binary
+form: the psycopg dumpers are registered on every new DBAPI connection and numpy arrays are
+passed straight through as parameters (SQLAlchemy's VECTOR type would turn them into text).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pgvector.psycopg import register_vector
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+
+def sqlalchemy_url(url: str) -> str:
+    """Accept plain `postgresql://` URLs and select the psycopg 3 driver."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def libpq_url(url: str) -> str:
+    """The same URL without SQLAlchemy's driver suffix, for plain psycopg connections."""
+    parsed = make_url(url)
+    if parsed.drivername.startswith("postgresql+"):
+        parsed = parsed.set(drivername="postgresql")
+    return parsed.render_as_string(hide_password=False)
+
+
+def make_engine(url: str, *, pool_size: int = 4, application_name: str = "memory-worker") -> Engine:
+    engine = create_engine(
+        sqlalchemy_url(url),
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        pool_recycle=1800,
+        connect_args={"application_name": application_name},
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        register_vector(dbapi_connection)
+
+    return engine
+
+
+class Database:
+    """An engine bound to the process that created it."""
+
+    def __init__(self, url: str, *, pool_size: int = 4) -> None:
+        self.url = url
+        self.pool_size = pool_size
+        self._engine: Engine | None = None
+        self._pid = 0
+        self._lock = threading.Lock()
+
+    @property
+    def engine(self) -> Engine:
+        pid = os.getpid()
+        if self._engine is None or self._pid != pid:
+            with self._lock:
+                if self._engine is None or self._pid != pid:
+                    if self._engine is not None:
+                        # Inherited across fork: drop the parent's sockets without closing them.
+                        self._engine.dispose(close=False)
+                    self._engine = make_engine(self.url, pool_size=self.pool_size)
+                    self._pid = pid
+        return self._engine
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """READ COMMITTED transaction; commits on success, rolls back on any exception."""
+        with self.engine.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            yield conn
+
+    def dispose(self, *, close: bool = True) -> None:
+        """Drop the pool. close=False in a forked child: the sockets belong to the parent."""
+        if self._engine is not None:
+            self._engine.dispose(close=close)
+            self._engine = None
+
+
+_databases: dict[str, Database] = {}
+_registry_lock = threading.Lock()
+
+
+def get_database(url: str, *, pool_size: int = 4) -> Database:
+    with _registry_lock:
+        db = _databases.get(url)
+        if db is None:
+            db = _databases[url] = Database(url, pool_size=pool_size)
+        return db
+
+
+def dispose_all(*, close: bool = True) -> None:
+    with _registry_lock:
+        for db in _databases.values():
+            db.dispose(close=close)
+        _databases.clear()

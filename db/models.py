@@ -1,0 +1,344 @@
+"""The declared schema (SQLAlchemy Core).
+
+Migrations in `db/migrations/` are the history; this module is the statement of what that
+history must add up to. `tests/test_schema.py` builds one database from each and compares
+their catalogs, so neither can drift from the other.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    Computed,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    Real,
+    SmallInteger,
+    Table,
+    Text,
+    event,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+
+from db.enums import (
+    INJECTABLE_SQL,
+    MESSAGE_ROLES,
+    AuthorType,
+    CycleStatus,
+    Disposition,
+    ExampleStrategy,
+    InjectionStrategy,
+    NoteStatus,
+    NoteType,
+    ProtectionTier,
+    sql_in,
+)
+from pgvector.sqlalchemy import VECTOR
+
+metadata = MetaData()
+
+SCOPE_KEY_FUNCTION = """
+CREATE FUNCTION memory_scope_key(
+    agent_id text, user_id text, company_id text,
+    primary_scope_entity text, primary_scope_record_id text, secondary_scopes jsonb
+) RETURNS uuid
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN md5(
+    coalesce('a:' || agent_id, '-') || chr(31) ||
+    coalesce('u:' || user_id, '-') || chr(31) ||
+    coalesce('c:' || company_id, '-') || chr(31) ||
+    coalesce('e:' || primary_scope_entity, '-') || chr(31) ||
+    coalesce('r:' || primary_scope_record_id, '-') || chr(31) ||
+    secondary_scopes::text
+)::uuid
+"""
+
+event.listen(metadata, "before_create", text("CREATE EXTENSION IF NOT EXISTS vector"))
+event.listen(metadata, "before_create", text(SCOPE_KEY_FUNCTION))
+
+STATUSES = tuple(NoteStatus)
+_now = text("now()")
+_empty_object = text("'{}'::jsonb")
+
+
+def _ts(name: str, *, default_now: bool = False, nullable: bool = True) -> Column:
+    return Column(
+        name,
+        DateTime(timezone=True),
+        nullable=nullable,
+        server_default=_now if default_now else None,
+    )
+
+
+def _scope_columns() -> list[Column]:
+    return [
+        Column("user_id", Text),
+        Column("company_id", Text),
+        Column("primary_scope_entity", Text),
+        Column("primary_scope_record_id", Text),
+        Column("secondary_scopes", JSONB, nullable=False, server_default=_empty_object),
+    ]
+
+
+agents = Table(
+    "agents",
+    metadata,
+    Column("agent_id", Text, primary_key=True),
+    Column("allow_memory_write", Boolean, nullable=False, server_default=text("true")),
+    Column("inject_notes", Boolean, nullable=False, server_default=text("true")),
+    Column("max_notes_to_inject", Integer, nullable=False, server_default=text("5")),
+    Column("note_injection_strategy", Text, nullable=False, server_default=text("'Relevant'")),
+    Column("inject_examples", Boolean, nullable=False, server_default=text("false")),
+    Column("max_examples_to_inject", Integer, nullable=False, server_default=text("3")),
+    Column("example_injection_strategy", Text, nullable=False, server_default=text("'Semantic'")),
+    Column("per_run_cap", Integer),
+    Column("reranker_config", JSONB),
+    Column("scope_config", JSONB),
+    Column("auto_archive_enabled", Boolean, nullable=False, server_default=text("true")),
+    _ts("created_at", default_now=True, nullable=False),
+    _ts("updated_at", default_now=True, nullable=False),
+    CheckConstraint("length(agent_id) BETWEEN 1 AND 200"),
+    CheckConstraint("max_notes_to_inject BETWEEN 0 AND 100"),
+    CheckConstraint(f"note_injection_strategy IN ({sql_in(tuple(InjectionStrategy))})"),
+    CheckConstraint("max_examples_to_inject BETWEEN 0 AND 50"),
+    CheckConstraint(f"example_injection_strategy IN ({sql_in(tuple(ExampleStrategy))})"),
+    CheckConstraint("per_run_cap BETWEEN 0 AND 1000"),
+)
+
+notes = Table(
+    "notes",
+    metadata,
+    Column("id", UUID(as_uuid=True), primary_key=True),
+    Column("agent_id", Text),
+    *_scope_columns(),
+    Column(
+        "scope_key",
+        UUID(as_uuid=True),
+        Computed(
+            "memory_scope_key(agent_id, user_id, company_id, primary_scope_entity, "
+            "primary_scope_record_id, secondary_scopes)",
+            persisted=True,
+        ),
+        nullable=False,
+    ),
+    Column("type", Text, nullable=False),
+    Column("note", Text, nullable=False),
+    Column("content_hash", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("author_type", Text, nullable=False, server_default=text("'MemoryManager'")),
+    Column("protection_tier", Text, nullable=False, server_default=text("'Standard'")),
+    Column("importance_score", Real),
+    Column("confidence", SmallInteger),
+    Column("access_count", Integer, nullable=False, server_default=text("0")),
+    _ts("last_accessed_at"),
+    _ts("expires_at"),
+    Column("embedding", VECTOR()),
+    Column("embedding_model", Text),
+    Column("source_conversation_id", Text),
+    Column("source_conversation_detail_id", Text),
+    Column("source_agent_run_id", Text),
+    Column(
+        "derived_from_note_ids",
+        ARRAY(UUID(as_uuid=True)),
+        nullable=False,
+        server_default=text("'{}'"),
+    ),
+    Column("consolidated_into_note_id", UUID(as_uuid=True), ForeignKey("notes.id")),
+    Column("consolidation_count", Integer, nullable=False, server_default=text("0")),
+    Column("superseded_by", UUID(as_uuid=True), ForeignKey("notes.id")),
+    _ts("valid_from", default_now=True, nullable=False),
+    _ts("valid_to"),
+    _ts("created_at", default_now=True, nullable=False),
+    _ts("updated_at", default_now=True, nullable=False),
+    CheckConstraint("jsonb_typeof(secondary_scopes) = 'object'"),
+    CheckConstraint(f"type IN ({sql_in(tuple(NoteType))})"),
+    CheckConstraint("length(note) > 0"),
+    CheckConstraint(f"status IN ({sql_in(STATUSES)})"),
+    CheckConstraint(f"author_type IN ({sql_in(tuple(AuthorType))})"),
+    CheckConstraint(f"protection_tier IN ({sql_in(tuple(ProtectionTier))})"),
+    CheckConstraint("importance_score BETWEEN 0 AND 10"),
+    CheckConstraint("confidence BETWEEN 0 AND 100"),
+    CheckConstraint("access_count >= 0"),
+    CheckConstraint("consolidation_count >= 0"),
+    CheckConstraint("(embedding IS NULL) = (embedding_model IS NULL)"),
+    CheckConstraint("valid_to IS NULL OR valid_to >= valid_from"),
+)
+Index(
+    "notes_scope_content_idx",
+    notes.c.scope_key,
+    notes.c.content_hash,
+    postgresql_where=text(INJECTABLE_SQL),
+)
+Index(
+    "notes_expires_at_idx",
+    notes.c.expires_at,
+    postgresql_where=text(f"{INJECTABLE_SQL} AND expires_at IS NOT NULL"),
+)
+Index(
+    "notes_source_run_idx",
+    notes.c.source_agent_run_id,
+    postgresql_where=text("source_agent_run_id IS NOT NULL"),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("run_id", Text, primary_key=True),
+    Column("agent_id", Text, nullable=False),
+    Column("user_id", Text),
+    Column("company_id", Text),
+    Column("conversation_id", Text),
+    Column("conversation_detail_id", Text),
+    Column("primary_scope_entity", Text),
+    Column("primary_scope_record_id", Text),
+    Column("secondary_scopes", JSONB, nullable=False, server_default=_empty_object),
+    Column("source", Text, nullable=False, server_default=text("'user'")),
+    Column("context_digest", Text, nullable=False),
+    Column("applied_seq", BigInteger, nullable=False, server_default=text("0")),
+    Column("persisted_count", Integer, nullable=False, server_default=text("0")),
+    _ts("gap_wait_started_at"),
+    _ts("created_at", default_now=True, nullable=False),
+    _ts("updated_at", default_now=True, nullable=False),
+    CheckConstraint("length(run_id) BETWEEN 1 AND 200"),
+    CheckConstraint("applied_seq >= 0"),
+    CheckConstraint("persisted_count >= 0"),
+)
+
+write_log = Table(
+    "write_log",
+    metadata,
+    Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("payload_digest", Text, nullable=False),
+    Column("disposition", Text, nullable=False),
+    Column("note_id", UUID(as_uuid=True), ForeignKey("notes.id")),
+    Column("reason", Text, nullable=False),
+    Column("final_scope", JSONB),
+    Column("duration_ms", Real, nullable=False),
+    Column("task_id", Text),
+    _ts("applied_at", nullable=False),
+    PrimaryKeyConstraint("run_id", "seq"),
+    CheckConstraint("seq >= 1"),
+    CheckConstraint(f"disposition IN ({sql_in(tuple(Disposition))})"),
+)
+Index(
+    "write_log_note_idx",
+    write_log.c.note_id,
+    postgresql_where=text("note_id IS NOT NULL"),
+)
+
+trace_events = Table(
+    "trace_events",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("event", Text, nullable=False),
+    Column("run_id", Text),
+    Column("seq", BigInteger),
+    Column("agent_id", Text),
+    Column("disposition", Text),
+    Column("note_id", UUID(as_uuid=True)),
+    Column("reason", Text),
+    Column("detail", JSONB, nullable=False, server_default=_empty_object),
+    Column("duration_ms", Real),
+    _ts("created_at", default_now=True, nullable=False),
+)
+Index(
+    "trace_events_run_idx",
+    trace_events.c.run_id,
+    trace_events.c.id,
+    postgresql_where=text("run_id IS NOT NULL"),
+)
+Index("trace_events_event_idx", trace_events.c.event, trace_events.c.created_at)
+
+conversations = Table(
+    "conversations",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("agent_id", Text),
+    *_scope_columns(),
+    Column("agent_run_id", Text),
+    _ts("created_at", default_now=True, nullable=False),
+    _ts("updated_at", default_now=True, nullable=False),
+)
+
+conversation_messages = Table(
+    "conversation_messages",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column(
+        "conversation_id",
+        Text,
+        ForeignKey("conversations.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("role", Text, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("rating", SmallInteger),
+    Column("rating_comment", Text),
+    Column("agent_run_id", Text),
+    _ts("created_at", default_now=True, nullable=False),
+    Column("ingested_seq", BigInteger, Identity(always=False), nullable=False),
+    CheckConstraint(f"role IN ({sql_in(MESSAGE_ROLES)})"),
+    CheckConstraint("rating BETWEEN 1 AND 10"),
+)
+Index(
+    "conversation_messages_conv_idx",
+    conversation_messages.c.conversation_id,
+    conversation_messages.c.created_at,
+)
+Index("conversation_messages_ingested_idx", conversation_messages.c.ingested_seq)
+
+examples = Table(
+    "examples",
+    metadata,
+    Column("id", UUID(as_uuid=True), primary_key=True),
+    Column("agent_id", Text, nullable=False),
+    *_scope_columns(),
+    Column("input_text", Text, nullable=False),
+    Column("output_text", Text, nullable=False),
+    Column("success_score", Real),
+    Column("status", Text, nullable=False, server_default=text("'Active'")),
+    Column("embedding", VECTOR()),
+    Column("embedding_model", Text),
+    Column("source_conversation_id", Text),
+    Column("access_count", Integer, nullable=False, server_default=text("0")),
+    _ts("last_accessed_at"),
+    _ts("created_at", default_now=True, nullable=False),
+    _ts("updated_at", default_now=True, nullable=False),
+    CheckConstraint("success_score BETWEEN 0 AND 10"),
+    CheckConstraint(f"status IN ({sql_in(STATUSES)})"),
+    CheckConstraint("(embedding IS NULL) = (embedding_model IS NULL)"),
+)
+Index(
+    "examples_agent_idx",
+    examples.c.agent_id,
+    examples.c.created_at,
+    postgresql_where=text(INJECTABLE_SQL),
+)
+
+manager_cycles = Table(
+    "manager_cycles",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("status", Text, nullable=False),
+    Column("forced", Boolean, nullable=False, server_default=text("false")),
+    Column("maintenance", Boolean, nullable=False, server_default=text("false")),
+    _ts("started_at", nullable=False),
+    _ts("finished_at"),
+    Column("phases", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
+    Column("counts", JSONB, nullable=False, server_default=_empty_object),
+    Column("watermarks", JSONB, nullable=False, server_default=_empty_object),
+    Column("error", Text),
+    CheckConstraint(f"status IN ({sql_in(tuple(CycleStatus))})"),
+)
+Index("manager_cycles_started_idx", manager_cycles.c.started_at)

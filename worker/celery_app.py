@@ -1,0 +1,101 @@
+"""The Celery application: `worker.celery_app:app`.
+
+Configuration comes from `worker.settings` when the app is first used (not at import), so
+the environment can be prepared first. Tasks live in `worker.tasks`; they only translate
+between messages and the plain modules that do the work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery, Task, signals
+from kombu import Exchange, Queue
+
+from worker.masking import mask_published_headers
+from worker.settings import Settings, get_settings
+
+WRITE_TASKS = ("memory.write", "memory.context", "memory.agent.configure",
+               "memory.conversation.record")
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    if settings.write_time_limit_s >= settings.visibility_timeout_s:
+        raise ValueError(
+            "MEMORY_WRITE_TIME_LIMIT_S must stay below MEMORY_VISIBILITY_TIMEOUT_S, or Redis "
+            "would redeliver a write that is still running"
+        )
+    redis_url = settings.require_redis_url()
+    transport = {"visibility_timeout": settings.visibility_timeout_s}
+    from beat_schedule import beat_schedule
+
+    return {
+        "broker_url": redis_url,
+        "result_backend": redis_url,
+        "broker_transport_options": transport,
+        "result_backend_transport_options": transport,
+        "broker_connection_retry_on_startup": True,
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "timezone": "UTC",
+        "enable_utc": True,
+        # Redelivery instead of loss: ack after the task ran, requeue if its process died.
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_track_started": True,
+        "task_send_sent_event": True,
+        "worker_send_task_events": True,
+        "result_expires": settings.result_expires_s,
+        "task_publish_retry": True,
+        "task_publish_retry_policy": {
+            "max_retries": 5, "interval_start": 0.1, "interval_step": 0.5, "interval_max": 3,
+        },
+        "task_default_queue": settings.write_queue,
+        "task_queues": (
+            Queue(settings.write_queue, Exchange(settings.write_queue), settings.write_queue),
+            Queue(settings.manager_queue, Exchange(settings.manager_queue),
+                  settings.manager_queue),
+        ),
+        "task_routes": {
+            "memory.manager.*": {"queue": settings.manager_queue,
+                                 "routing_key": settings.manager_queue},
+            **{name: {"queue": settings.write_queue, "routing_key": settings.write_queue}
+               for name in WRITE_TASKS},
+        },
+        "task_annotations": {
+            "memory.write": {
+                "soft_time_limit": settings.write_soft_time_limit_s,
+                "time_limit": settings.write_time_limit_s,
+            },
+        },
+        "beat_schedule": beat_schedule(settings),
+    }
+
+
+class MemoryCelery(Celery):
+    def on_configure(self) -> None:  # called once, when the configuration is first needed
+        self.conf.update(celery_config(get_settings()))
+
+
+class MemoryTask(Task):
+    # Flower and `celery inspect` see argument summaries, never memory text.
+    Request = "worker.masking:MaskedRequest"
+
+
+app = MemoryCelery("memory", task_cls=MemoryTask, include=["worker.tasks"])
+
+
+@signals.before_task_publish.connect
+def _mask_task_arguments(headers: dict[str, Any] | None = None, body: Any = None,
+                         **_: Any) -> None:
+    if headers is not None:
+        mask_published_headers(headers, body)
+
+
+@signals.worker_process_init.connect
+def _fresh_connections_after_fork(**_: Any) -> None:
+    from db.connector import dispose_all
+
+    dispose_all(close=False)

@@ -1,0 +1,82 @@
+"""What an agent service calls: enqueue a turn's memory writes.
+
+Sequence numbers come from one atomic counter per run in Redis (the broker every client
+already talks to): `INCRBY memory:run-seq:<run_id> <n>` reserves n consecutive numbers, so
+several processes writing for the same run interleave without collisions. Services in other
+languages do the same (see the README's wire contract). Ordering itself is enforced by the
+worker, in Postgres.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from celery import chain
+from celery.result import AsyncResult
+
+from worker.settings import Settings, get_settings
+
+SEQ_KEY_PREFIX = "memory:run-seq:"
+
+_redis_clients: dict[str, redis.Redis] = {}
+_redis_lock = threading.Lock()
+
+
+def _redis(url: str) -> redis.Redis:
+    with _redis_lock:
+        client = _redis_clients.get(url)
+        if client is None:
+            client = _redis_clients[url] = redis.Redis.from_url(url)
+        return client
+
+
+def reserve_sequence_numbers(run_id: str, count: int, settings: Settings | None = None) -> list[int]:
+    settings = settings or get_settings()
+    client = _redis(settings.require_redis_url())
+    key = SEQ_KEY_PREFIX + run_id
+    with client.pipeline(transaction=True) as pipe:
+        pipe.incrby(key, count)
+        pipe.expire(key, settings.seq_counter_ttl_days * 86400)
+        last, _ = pipe.execute()
+    return list(range(int(last) - count + 1, int(last) + 1))
+
+
+@dataclass(frozen=True)
+class EnqueuedWrites:
+    run_id: str
+    seqs: list[int]
+    task_ids: list[str]
+
+    def results(self, timeout: float = 30.0) -> list[dict[str, Any]]:
+        """Wait for every write of this call and return their result dicts, in order."""
+        from worker.celery_app import app
+
+        return [AsyncResult(task_id, app=app).get(timeout=timeout) for task_id in self.task_ids]
+
+
+def enqueue_memory_writes(run: dict[str, Any], writes: Sequence[dict[str, Any]],
+                          *, settings: Settings | None = None) -> EnqueuedWrites:
+    """Enqueue a turn's writes as one chain of `memory.write` tasks, in the order given."""
+    from worker.tasks import memory_write
+
+    run_id = run.get("run_id") if isinstance(run, dict) else None
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise ValueError("run['run_id'] must be a non-empty string")
+    if not writes:
+        return EnqueuedWrites(run_id, [], [])
+    settings = settings or get_settings()
+    seqs = reserve_sequence_numbers(run_id, len(writes), settings)
+    # Immutable signatures: a write never receives the previous write's result as an argument.
+    signatures = [memory_write.si(run, write, seq) for write, seq in zip(writes, seqs, strict=True)]
+    for signature in signatures:
+        signature.freeze()
+    task_ids = [str(signature.id) for signature in signatures]
+    if len(signatures) == 1:
+        signatures[0].apply_async()
+    else:
+        chain(*signatures).apply_async()
+    return EnqueuedWrites(run_id, seqs, task_ids)

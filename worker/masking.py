@@ -1,0 +1,74 @@
+"""Keep memory text out of Flower, Celery events, `inspect` output and logs.
+
+Task arguments are summarized by an allow-list: identifiers and small enums are shown,
+every other value is reduced to its type and length. The summary replaces `argsrepr` /
+`kwargsrepr` on every publish (clients, retries, chain continuations), and a Request class
+applies the same summary to what `celery inspect` reports, whatever the publisher sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery.worker.request import Request
+
+SHOWN_KEYS = frozenset({
+    "run_id", "agent_id", "user_id", "company_id", "conversation_id", "conversation_detail_id",
+    "primary_scope_entity", "primary_scope_record_id", "source", "type", "scope_hint", "seq",
+    "force", "maintenance", "role", "rating", "id",
+})
+MAX_SHOWN = 80
+
+
+def _summary(value: Any, *, shown: bool) -> Any:
+    if isinstance(value, dict):
+        return {str(k)[:MAX_SHOWN]: _summary(v, shown=str(k) in SHOWN_KEYS)
+                for k, v in list(value.items())[:30]}
+    if isinstance(value, list | tuple):
+        return [_summary(v, shown=False) for v in list(value)[:30]]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str):
+        return value[:MAX_SHOWN] if shown else f"<{len(value)} chars>"
+    return f"<{type(value).__name__}>"
+
+
+def mask_args(args: Any) -> str:
+    if not isinstance(args, list | tuple):
+        return repr(_summary(args, shown=False))
+    # Positional ints (seq) are safe to show; everything else goes through the allow-list.
+    return repr(tuple(_summary(a, shown=False) for a in args))
+
+
+def mask_kwargs(kwargs: Any) -> str:
+    return repr(_summary(kwargs if isinstance(kwargs, dict) else {}, shown=False))
+
+
+def mask_published_headers(headers: dict[str, Any], body: Any) -> None:
+    """`before_task_publish` handler body: overwrite the argument reprs of memory.* tasks."""
+    task = headers.get("task") or ""
+    if not str(task).startswith("memory."):
+        return
+    args, kwargs = (), {}
+    if isinstance(body, list | tuple) and len(body) >= 2:
+        args, kwargs = body[0], body[1]
+    headers["argsrepr"] = mask_args(args)
+    headers["kwargsrepr"] = mask_kwargs(kwargs)
+
+
+class MaskedRequest(Request):
+    """What the worker reports about a task (events, `inspect active/reserved`)."""
+
+    @property
+    def argsrepr(self) -> str:
+        return mask_args(self._args)
+
+    @property
+    def kwargsrepr(self) -> str:
+        return mask_kwargs(self._kwargs)
+
+    def info(self, safe: bool = False) -> dict[str, Any]:
+        info = super().info(safe=True)
+        info["args"] = self.argsrepr
+        info["kwargs"] = self.kwargsrepr
+        return info

@@ -1,0 +1,164 @@
+"""Wire payloads of `memory.write`: the run context, the write request and the sequence number.
+
+Parsing never raises: a malformed payload becomes an `Invalid` with a sentence saying what is
+wrong, which the write path turns into a `rejected-invalid` disposition. The write request is
+parsed leniently (its type and text are judged by the guards, in the order of SPEC 4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from worker.scope import NoteScope, ScopeValue
+
+MAX_ID_LENGTH = 200
+MAX_SECONDARY_DIMENSIONS = 32
+
+
+@dataclass(frozen=True)
+class Invalid:
+    reason: str
+
+
+@dataclass(frozen=True)
+class RunContext:
+    run_id: str
+    agent_id: str
+    user_id: str | None = None
+    company_id: str | None = None
+    conversation_id: str | None = None
+    conversation_detail_id: str | None = None
+    primary_scope_entity: str | None = None
+    primary_scope_record_id: str | None = None
+    secondary_scopes: dict[str, ScopeValue] = field(default_factory=dict)
+    source: str = "user"
+
+    @property
+    def full_scope(self) -> NoteScope:
+        """Agent + user + company + the run's tenant dimensions: the widest in-flight scope."""
+        return NoteScope(
+            agent_id=self.agent_id,
+            user_id=self.user_id,
+            company_id=self.company_id,
+            primary_scope_entity=self.primary_scope_entity,
+            primary_scope_record_id=self.primary_scope_record_id,
+            secondary_scopes=dict(self.secondary_scopes),
+        )
+
+    def identity_digest(self) -> str:
+        """Digest of the fields that decide where a run's notes land."""
+        identity = [
+            self.agent_id, self.user_id, self.company_id, self.primary_scope_entity,
+            self.primary_scope_record_id, self.secondary_scopes, self.source,
+        ]
+        return _digest(identity)
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """A write as the agent sent it; values are unvalidated until the guards judge them."""
+
+    note: Any
+    type: Any
+    scope_hint: Any = None
+
+
+def _digest(value: Any) -> str:
+    encoded = json.dumps(value, sort_keys=True, ensure_ascii=True, default=repr)
+    return hashlib.sha256(encoded.encode("ascii")).hexdigest()
+
+
+def payload_digest(run: Any, write: Any) -> str:
+    """Fingerprint of one write message, to tell a redelivery from a reused sequence number."""
+    return _digest({"run": run, "write": write})
+
+
+def unencodable_reason(value: str) -> str | None:
+    """Why a string cannot be stored as Postgres text, or None if it can."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains invalid Unicode (a lone surrogate)"
+    if "\x00" in value:
+        return "contains a NUL character"
+    return None
+
+
+def _identifier(payload: dict[str, Any], key: str, *, required: bool) -> str | None | Invalid:
+    value = payload.get(key)
+    if value is None:
+        return Invalid(f"run.{key} is required") if required else None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return Invalid(f"run.{key} must be a string, not {type(value).__name__}")
+    text = str(value).strip()
+    if not text:
+        return Invalid(f"run.{key} is empty") if required else None
+    if len(text) > MAX_ID_LENGTH:
+        return Invalid(f"run.{key} is longer than {MAX_ID_LENGTH} characters")
+    problem = unencodable_reason(text)
+    if problem:
+        return Invalid(f"run.{key} {problem}")
+    return text
+
+
+def _secondary_scopes(value: Any) -> dict[str, ScopeValue] | Invalid:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        return Invalid("run.secondary_scopes must be an object of dimension -> value")
+    if len(value) > MAX_SECONDARY_DIMENSIONS:
+        return Invalid(f"run.secondary_scopes has more than {MAX_SECONDARY_DIMENSIONS} dimensions")
+    scopes: dict[str, ScopeValue] = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or not key or len(key) > MAX_ID_LENGTH or unencodable_reason(key):
+            return Invalid("run.secondary_scopes has an invalid dimension name")
+        if item is None:
+            continue  # "no value" for a dimension is the same as not having it
+        if not isinstance(item, str | int | float | bool):
+            return Invalid(f"run.secondary_scopes[{key!r}] must be a single scalar value")
+        if isinstance(item, str) and (len(item) > MAX_ID_LENGTH or unencodable_reason(item)):
+            return Invalid(f"run.secondary_scopes[{key!r}] is not a valid value")
+        scopes[key] = item
+    return scopes
+
+
+def parse_run(payload: Any) -> RunContext | Invalid:
+    if not isinstance(payload, dict):
+        return Invalid("run must be an object with run_id and agent_id")
+    fields: dict[str, Any] = {}
+    for key, required in (
+        ("run_id", True), ("agent_id", True), ("user_id", False), ("company_id", False),
+        ("conversation_id", False), ("conversation_detail_id", False),
+        ("primary_scope_entity", False), ("primary_scope_record_id", False), ("source", False),
+    ):
+        parsed = _identifier(payload, key, required=required)
+        if isinstance(parsed, Invalid):
+            return parsed
+        if parsed is not None:
+            fields[key] = parsed
+    if ("primary_scope_entity" in fields) != ("primary_scope_record_id" in fields):
+        return Invalid("run.primary_scope_entity and run.primary_scope_record_id go together")
+    secondary = _secondary_scopes(payload.get("secondary_scopes"))
+    if isinstance(secondary, Invalid):
+        return secondary
+    return RunContext(secondary_scopes=secondary, **fields)
+
+
+def parse_seq(value: Any) -> int | Invalid:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return Invalid("seq must be a positive integer")
+    if value < 1 or value > 2**62:
+        return Invalid("seq must be a positive integer")
+    return value
+
+
+def parse_write(payload: Any) -> WriteRequest | Invalid:
+    if not isinstance(payload, dict):
+        return Invalid("write must be an object with note and type")
+    if "note" not in payload:
+        return Invalid("write.note is required")
+    hint = payload.get("scope_hint", payload.get("scopeHint"))
+    return WriteRequest(note=payload.get("note"), type=payload.get("type"), scope_hint=hint)

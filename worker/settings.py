@@ -1,0 +1,126 @@
+"""One typed settings object, read from the environment.
+
+`DATABASE_URL` and `REDIS_URL` are read unprefixed (the usual names); everything else is
+`MEMORY_<FIELD>` in upper case, e.g. `MEMORY_MAX_WRITES_PER_RUN=3`. With neither URL set,
+`memory-worker up` starts the embedded stack and fills them in for its children.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+LOCAL_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MEMORY_", extra="ignore", frozen=True)
+
+    # --- connections -------------------------------------------------------------------
+    database_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("DATABASE_URL", "MEMORY_DATABASE_URL")
+    )
+    redis_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("REDIS_URL", "MEMORY_REDIS_URL")
+    )
+    data_dir: Path = PROJECT_ROOT / ".memory-data"
+    db_pool_size: int = Field(default=4, ge=1)
+
+    # --- embeddings (SPEC 9) -----------------------------------------------------------
+    embedding_backend: Literal["local", "openai"] = "local"
+    embedding_model: str = LOCAL_EMBEDDING_MODEL
+    embedding_base_url: str | None = None
+    embedding_api_key: str | None = None
+    embedding_timeout_s: float = Field(default=10.0, gt=0)
+    embedding_cache_size: int = Field(default=4096, ge=0)
+
+    # --- judge / LLM (SPEC 7; used by the Memory Manager) ------------------------------
+    llm_backend: Literal["builtin", "openai"] = "builtin"
+    llm_model: str = "gpt-4o-mini"
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_timeout_s: float = Field(default=30.0, gt=0)
+
+    # --- write path (SPEC 4) -----------------------------------------------------------
+    # The per-run cap of SPEC 4: new notes one run may persist (agents may override).
+    per_run_cap: int = Field(default=5, ge=0)
+    near_dup_similarity: float = Field(default=0.85, gt=0, le=1)
+    near_dup_shortlist: int = Field(default=3, ge=1)
+    provisional_ttl_days: float = Field(default=7.0, gt=0)
+    max_note_length: int = Field(default=2000, ge=1)
+    # A later sequence number waits this long for a missing earlier one before the gap is
+    # declared, logged and skipped.
+    seq_gap_timeout_s: float = Field(default=30.0, gt=0)
+    seq_wait_initial_s: float = Field(default=0.05, gt=0)
+    seq_wait_max_s: float = Field(default=1.0, gt=0)
+    seq_counter_ttl_days: int = Field(default=30, ge=1)
+
+    # --- read path (SPEC 6) ------------------------------------------------------------
+    relevant_min_similarity: float = Field(default=0.5, ge=0, le=1)
+    max_notes_to_inject: int = Field(default=5, ge=0)
+    max_examples_to_inject: int = Field(default=3, ge=0)
+
+    # --- Memory Manager (SPEC 7) -------------------------------------------------------
+    consolidation_similarity: float = Field(default=0.60, gt=0, le=1)
+    consolidation_min_cluster: int = Field(default=3, ge=2)
+    consolidation_max_cluster: int = Field(default=7, ge=2)
+    consolidation_max_generations: int = Field(default=3, ge=1)
+    contradiction_similarity: float = Field(default=0.70, gt=0, le=1)
+    contradiction_max_pairs: int = Field(default=50, ge=0)
+    contradiction_recency_days: float = Field(default=7.0, ge=0)
+    maintenance_interval_hours: float = Field(default=24.0, gt=0)
+    maintenance_new_note_trigger: int = Field(default=100, ge=1)
+    extraction_min_confidence: int = Field(default=80, ge=0, le=100)
+    extraction_min_length: int = Field(default=10, ge=1)
+    decay_base_lambda: float = Field(default=0.16, gt=0)
+    decay_archive_below: float = Field(default=0.5, ge=0, le=1)
+    decay_access_boost_cap: float = Field(default=1.5, ge=1)
+
+    # --- Celery topology (SPEC 8) ------------------------------------------------------
+    write_queue: str = "memory.writes"
+    manager_queue: str = "memory.manager"
+    # Redis redelivers an unacknowledged message after this long; every time limit below
+    # must stay under it or a slow task would be run twice.
+    visibility_timeout_s: int = Field(default=600, ge=10)
+    write_soft_time_limit_s: int = Field(default=30, ge=1)
+    write_time_limit_s: int = Field(default=45, ge=1)
+    write_max_retries: int = Field(default=8, ge=0)
+    result_expires_s: int = Field(default=86400, ge=60)
+
+    # --- operations --------------------------------------------------------------------
+    flower_address: str = "127.0.0.1"
+    flower_port: int = 5555
+    flower_basic_auth: str | None = None  # "user:password"
+    worker_concurrency: int = Field(default=2, ge=1)
+
+    def require_database_url(self) -> str:
+        if not self.database_url:
+            raise RuntimeError(
+                "DATABASE_URL is not set. Run `memory-worker up` for the embedded stack, "
+                "or point DATABASE_URL at a Postgres with pgvector."
+            )
+        return self.database_url
+
+    def require_redis_url(self) -> str:
+        if not self.redis_url:
+            raise RuntimeError(
+                "REDIS_URL is not set. Run `memory-worker up` for the embedded stack, "
+                "or point REDIS_URL at a Redis server."
+            )
+        return self.redis_url
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def reset_settings_cache() -> None:
+    """Forget the cached settings (tests and `up` change the environment)."""
+    get_settings.cache_clear()

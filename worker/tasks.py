@@ -1,0 +1,58 @@
+"""Celery tasks: message in, plain-module call, JSON out. No domain logic here."""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+
+from celery.exceptions import SoftTimeLimitExceeded
+
+from db.enums import Disposition
+from worker.agents import AgentConfigError, configure_agent
+from worker.celery_app import MemoryTask, app
+from worker.runtime import get_runtime
+from worker.write_path import WaitForSequence, WriteResult, apply_memory_write
+
+log = logging.getLogger(__name__)
+
+
+def _sequence_wait_countdown(retries: int) -> float:
+    settings = get_runtime().settings
+    base = min(settings.seq_wait_initial_s * (2 ** min(retries, 16)), settings.seq_wait_max_s)
+    return base * (0.75 + random.random() / 2)  # jitter: waiting writes do not move in step
+
+
+@app.task(name="memory.write", bind=True, acks_late=True, reject_on_worker_lost=True)
+def memory_write(self: MemoryTask, run: Any, write: Any, seq: Any) -> dict[str, Any]:
+    """Apply one in-flight memory write. Never raises for bad input: every payload gets a
+    disposition, so the rest of its chain still runs."""
+    try:
+        outcome = apply_memory_write(
+            get_runtime().write_deps(), run, write, seq, task_id=self.request.id
+        )
+    except SoftTimeLimitExceeded:
+        log.error("memory.write hit its soft time limit")
+        outcome = WriteResult(
+            Disposition.ERROR,
+            "Not saved: the write timed out; nothing was counted and it can be retried.",
+            run.get("run_id") if isinstance(run, dict) else None,
+            seq if isinstance(seq, int) else None,
+        )
+    if isinstance(outcome, WaitForSequence):
+        raise self.retry(countdown=_sequence_wait_countdown(self.request.retries),
+                         max_retries=None)
+    return outcome.as_dict()
+
+
+@app.task(name="memory.agent.configure", bind=True, acks_late=True)
+def memory_agent_configure(self: MemoryTask, agent_id: Any, config: Any) -> dict[str, Any]:
+    """Set (part of) an agent's memory configuration; returns the full configuration."""
+    if not isinstance(agent_id, str) or not 0 < len(agent_id.strip()) <= 200:
+        return {"ok": False, "error": "agent_id must be a non-empty string of at most 200 chars"}
+    try:
+        with get_runtime().db.transaction() as conn:
+            result = configure_agent(conn, agent_id.strip(), config)
+    except AgentConfigError as exc:
+        return {"ok": False, "agent_id": agent_id, "error": str(exc)}
+    return {"ok": True, "agent_id": result.agent_id, "config": result.as_dict()}

@@ -1,0 +1,361 @@
+"""Apply one memory write: parse, embed, then sequence and guard it in one transaction.
+
+Ordering and exactly-once live here, in Postgres:
+
+* a transaction-scoped advisory lock per run serializes the run's writes across processes;
+* `write_log (run_id, seq)` is the idempotency record — a redelivered message finds its row
+  and gets the recorded result back, without touching anything;
+* `runs.applied_seq` orders the writes: seq n applies only after n-1; a later seq returns
+  `WaitForSequence` (the Celery task retries it) until the gap timeout, after which the gap is
+  declared, logged and skipped;
+* the note change, the log row, the applied sequence and the trace step commit together.
+
+This module is plain Python: the Celery task, the benchmark and the tests all call
+`apply_memory_write` directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy import exc as sa_exc
+
+from db import queries
+from db.connector import Database
+from db.enums import Disposition
+from worker.agents import config_from_row
+from worker.embeddings import Embedder, EmbeddingError
+from worker.guards import (
+    Embedding,
+    Outcome,
+    WriteAttempt,
+    WritePolicy,
+    embeddable_text,
+    run_guards,
+)
+from worker.payloads import (
+    Invalid,
+    RunContext,
+    WriteRequest,
+    parse_run,
+    parse_seq,
+    parse_write,
+    payload_digest,
+)
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+PERSISTED = frozenset({Disposition.WRITTEN, Disposition.SUPERSEDED_OWN, Disposition.DEDUPED})
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    disposition: str
+    reason: str
+    run_id: str | None
+    seq: int | None
+    note_id: str | None = None
+    final_scope: dict[str, Any] | None = None
+    duration_ms: float = 0.0
+    replayed: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "disposition": self.disposition,
+            "note_id": self.note_id,
+            "reason": self.reason,
+            "final_scope": self.final_scope,
+            "duration_ms": round(self.duration_ms, 3),
+            "seq": self.seq,
+            "run_id": self.run_id,
+            "replayed": self.replayed,
+        }
+
+
+@dataclass(frozen=True)
+class WaitForSequence:
+    """Seq `seq` must wait for `missing_from`.. to be applied first."""
+
+    run_id: str
+    seq: int
+    missing_from: int
+
+
+@dataclass
+class WriteDeps:
+    db: Database
+    settings: Settings
+    embedder: Embedder | None
+    clock: Clock = field(default=utc_now)
+
+    @property
+    def policy(self) -> WritePolicy:
+        s = self.settings
+        return WritePolicy(
+            per_run_cap=s.per_run_cap,
+            max_note_length=s.max_note_length,
+            near_dup_similarity=s.near_dup_similarity,
+            near_dup_shortlist=s.near_dup_shortlist,
+            provisional_ttl=timedelta(days=s.provisional_ttl_days),
+        )
+
+
+TRANSIENT_DB_ERRORS: tuple[type[BaseException], ...] = (
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+    sa_exc.TimeoutError,
+)
+
+ERROR_REASON = (
+    "Not saved because of an infrastructure error ({error}); nothing was counted and the "
+    "write can be retried."
+)
+
+
+def _event_for(disposition: str) -> str:
+    return "memory_write" if disposition in PERSISTED else "memory_write_skip"
+
+
+def _embed(deps: WriteDeps, request: WriteRequest) -> Embedding:
+    text = embeddable_text(request, deps.settings.max_note_length)
+    if text is None or deps.embedder is None:
+        return Embedding(None, None, None if text is None else "no embedder configured")
+    try:
+        [vector] = deps.embedder.embed([text])
+    except EmbeddingError as exc:
+        return Embedding(None, None, str(exc))
+    except Exception as exc:  # fail open: a rare duplicate is recoverable, a lost fact is not
+        return Embedding(None, None, f"embedding failed: {type(exc).__name__}")
+    return Embedding(vector, deps.embedder.model_name)
+
+
+def _unsequenced_rejection(
+    deps: WriteDeps, run_payload: Any, seq_payload: Any, reason: str, started: float
+) -> WriteResult:
+    """A write without a usable run id or seq cannot be ordered; answer and trace it."""
+    run_id = run_payload.get("run_id") if isinstance(run_payload, dict) else None
+    run_id = run_id if isinstance(run_id, str) and 0 < len(run_id) <= 200 else None
+    seq = seq_payload if isinstance(seq_payload, int) and not isinstance(seq_payload, bool) else None
+    result = WriteResult(
+        disposition=Disposition.REJECTED_INVALID,
+        reason=f"Not saved: {reason}.",
+        run_id=run_id,
+        seq=seq,
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
+    try:
+        with deps.db.transaction() as conn:
+            queries.insert_trace(
+                conn, event="memory_write_skip", now=deps.clock(), run_id=run_id,
+                seq=seq if seq is not None and 0 < seq < 2**62 else None,
+                disposition=result.disposition, reason=result.reason,
+                duration_ms=result.duration_ms, detail={"unsequenced": True},
+            )
+    except Exception:
+        log.warning("could not trace a rejected write", exc_info=True)
+    log.info("memory write rejected before sequencing: %s", reason)
+    return result
+
+
+def apply_memory_write(
+    deps: WriteDeps,
+    run_payload: Any,
+    write_payload: Any,
+    seq_payload: Any,
+    *,
+    task_id: str | None = None,
+) -> WriteResult | WaitForSequence:
+    started = time.perf_counter()
+    run = parse_run(run_payload)
+    if isinstance(run, Invalid):
+        return _unsequenced_rejection(deps, run_payload, seq_payload, run.reason, started)
+    seq = parse_seq(seq_payload)
+    if isinstance(seq, Invalid):
+        return _unsequenced_rejection(deps, run_payload, seq_payload, seq.reason, started)
+    request = parse_write(write_payload)
+    digest = payload_digest(run_payload, write_payload)
+    embedding = (
+        _embed(deps, request) if isinstance(request, WriteRequest) else Embedding(None, None)
+    )
+
+    attempts = max(1, deps.settings.write_max_retries)
+    for attempt_no in range(1, attempts + 1):
+        try:
+            with deps.db.transaction() as conn:
+                return _apply_sequenced(
+                    conn, deps, run, request, seq, digest, embedding, task_id, started
+                )
+        except TRANSIENT_DB_ERRORS as exc:
+            if attempt_no == attempts:
+                log.error("memory write %s/%s failed after %d attempts", run.run_id, seq,
+                          attempts, exc_info=True)
+                return _record_error(deps, run, seq, digest, task_id, started, exc)
+            delay = min(0.1 * 2 ** (attempt_no - 1), 5.0) * (0.5 + random.random())
+            log.warning("transient database error on %s/%s (%s); retrying in %.2fs",
+                        run.run_id, seq, type(exc).__name__, delay)
+            time.sleep(delay)
+        except Exception as exc:  # a persistence failure or a bug: answer `error`, never crash
+            log.error("memory write %s/%s failed", run.run_id, seq, exc_info=True)
+            return _record_error(deps, run, seq, digest, task_id, started, exc)
+    raise AssertionError("unreachable")
+
+
+def _apply_sequenced(
+    conn: Connection,
+    deps: WriteDeps,
+    run: RunContext,
+    request: WriteRequest | Invalid,
+    seq: int,
+    digest: str,
+    embedding: Embedding,
+    task_id: str | None,
+    started: float,
+) -> WriteResult | WaitForSequence:
+    now = deps.clock()
+    queries.lock_run(conn, run.run_id)
+    state = queries.load_write_state(conn, run.run_id, seq, run.agent_id)
+    logged = state.logged
+    if logged is not None and logged["disposition"] != Disposition.ERROR:
+        if logged["payload_digest"] == digest:
+            return _replay(run.run_id, seq, logged)
+        return _sequence_collision(conn, run, seq, now, started)
+
+    detail: dict[str, Any] = {}
+    context_digest = run.identity_digest()
+    if not state.run_exists:
+        queries.insert_run(conn, run, context_digest, now)
+    expected = state.applied_seq + 1
+    if seq > expected:
+        waiting_since = queries.start_gap_wait(conn, run.run_id, now)
+        if now - waiting_since < timedelta(seconds=deps.settings.seq_gap_timeout_s):
+            return WaitForSequence(run.run_id, seq, expected)
+        queries.skip_gap(conn, run.run_id, seq - 1, now)
+        detail["gap_skipped"] = [expected, seq - 1]
+        log.warning("run %s: sequence gap %d..%d declared after %.1fs; applying %d",
+                    run.run_id, expected, seq - 1, (now - waiting_since).total_seconds(), seq)
+    elif seq < expected:
+        detail["applied_out_of_order"] = True  # late arrival after a declared gap, or a retry
+
+    if state.run_exists and state.context_digest != context_digest:
+        outcome = Outcome(
+            Disposition.REJECTED_INVALID,
+            "Not saved: this write's run context (agent, user, company, tenant scope or "
+            "source) differs from the run's first write.",
+        )
+        final_scope = None
+    elif isinstance(request, Invalid):
+        outcome = Outcome(Disposition.REJECTED_INVALID, f"Not saved: {request.reason}.")
+        final_scope = None
+    else:
+        attempt = WriteAttempt(
+            conn=conn,
+            run=run,
+            request=request,
+            seq=seq,
+            agent=config_from_row(run.agent_id, state.agent_row),
+            policy=deps.policy,
+            persisted_count=state.persisted_count,
+            embedding=embedding,
+            now=now,
+        )
+        outcome = run_guards(attempt)
+        final_scope = attempt.scope.as_dict() if attempt.scope is not None else None
+        if attempt.notices:
+            outcome = Outcome(outcome.disposition,
+                              f"{outcome.reason} Note: {'; '.join(attempt.notices)}.",
+                              outcome.note_id, outcome.persisted_increment)
+        if embedding.error:
+            detail["embedding_error"] = embedding.error
+
+    duration_ms = (time.perf_counter() - started) * 1000
+    queries.record_write(conn, queries.WriteRecord(
+        run_id=run.run_id, seq=seq, agent_id=run.agent_id, payload_digest=digest,
+        disposition=outcome.disposition, note_id=outcome.note_id, reason=outcome.reason,
+        final_scope=final_scope, duration_ms=duration_ms, task_id=task_id,
+        event=_event_for(outcome.disposition), detail=detail,
+        persisted_increment=outcome.persisted_increment,
+    ), now)
+    return WriteResult(
+        disposition=outcome.disposition,
+        reason=outcome.reason,
+        run_id=run.run_id,
+        seq=seq,
+        note_id=str(outcome.note_id) if outcome.note_id else None,
+        final_scope=final_scope,
+        duration_ms=duration_ms,
+    )
+
+
+def _replay(run_id: str, seq: int, logged: dict[str, Any]) -> WriteResult:
+    return WriteResult(
+        disposition=logged["disposition"],
+        reason=logged["reason"],
+        run_id=run_id,
+        seq=seq,
+        note_id=str(logged["note_id"]) if logged["note_id"] else None,
+        final_scope=logged["final_scope"],
+        duration_ms=float(logged["duration_ms"]),
+        replayed=True,
+    )
+
+
+def _sequence_collision(
+    conn: Connection, run: RunContext, seq: int, now: datetime, started: float
+) -> WriteResult:
+    reason = (
+        f"Not saved: sequence number {seq} of this run was already used by a different "
+        "write. Enqueue it again to get a fresh sequence number."
+    )
+    duration_ms = (time.perf_counter() - started) * 1000
+    queries.insert_trace(
+        conn, event="memory_write_skip", now=now, run_id=run.run_id, seq=seq,
+        agent_id=run.agent_id, disposition=Disposition.ERROR, reason=reason,
+        detail={"sequence_collision": True}, duration_ms=duration_ms,
+    )
+    log.error("run %s: sequence %d reused by a different payload", run.run_id, seq)
+    return WriteResult(Disposition.ERROR, reason, run.run_id, seq, duration_ms=duration_ms)
+
+
+def _record_error(
+    deps: WriteDeps, run: RunContext, seq: int, digest: str, task_id: str | None,
+    started: float, exc: BaseException,
+) -> WriteResult:
+    """Record an `error` outcome so later writes of the run are not held up behind it.
+
+    An `error` row is not final: a retry of the same (run, seq) is applied normally."""
+    reason = ERROR_REASON.format(error=type(exc).__name__)
+    duration_ms = (time.perf_counter() - started) * 1000
+    try:
+        with deps.db.transaction() as conn:
+            now = deps.clock()
+            queries.lock_run(conn, run.run_id)
+            state = queries.load_write_state(conn, run.run_id, seq, run.agent_id)
+            if not state.run_exists:
+                queries.insert_run(conn, run, run.identity_digest(), now)
+            unlogged = state.logged is None or state.logged["disposition"] == Disposition.ERROR
+            # Recording would advance the run's sequence; never do that past a missing write.
+            if unlogged and seq <= state.applied_seq + 1:
+                queries.record_write(conn, queries.WriteRecord(
+                    run_id=run.run_id, seq=seq, agent_id=run.agent_id, payload_digest=digest,
+                    disposition=Disposition.ERROR, note_id=None, reason=reason,
+                    final_scope=None, duration_ms=duration_ms, task_id=task_id,
+                    event="memory_write_skip", detail={"error": type(exc).__name__},
+                    persisted_increment=0,
+                ), now)
+    except Exception:
+        log.warning("could not record the error of %s/%s", run.run_id, seq, exc_info=True)
+    return WriteResult(Disposition.ERROR, reason, run.run_id, seq, duration_ms=duration_ms)
