@@ -7,6 +7,7 @@ between messages and the plain modules that do the work.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import Celery, Task, signals
@@ -26,7 +27,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "would redeliver a write that is still running"
         )
     redis_url = settings.require_redis_url()
-    transport = {"visibility_timeout": settings.visibility_timeout_s}
+    transport = {
+        "visibility_timeout": settings.visibility_timeout_s,
+        "unacked_restore_interval": settings.broker_restore_interval_s,
+        "unacked_restore_throttle": 1,
+    }
     from beat_schedule import beat_schedule
 
     return {
@@ -95,7 +100,12 @@ def _mask_task_arguments(headers: dict[str, Any] | None = None, body: Any = None
 
 
 @signals.worker_process_init.connect
-def _fresh_connections_after_fork(**_: Any) -> None:
+def _prepare_worker_process(**_: Any) -> None:
     from db.connector import dispose_all
+    from worker.runtime import get_runtime
 
-    dispose_all(close=False)
+    dispose_all(close=False)  # never reuse the parent's sockets
+    try:
+        get_runtime().embedder  # noqa: B018 - load the model now, not on the first write
+    except Exception:
+        logging.getLogger(__name__).exception("embedder failed to load; writes will fail open")

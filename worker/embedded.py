@@ -108,8 +108,29 @@ class EmbeddedRedis:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    @property
+    def pidfile(self) -> Path:
+        return self.data_dir / "redis.pid"
+
+    def _stop_stale(self) -> None:
+        """A redis-server left running on this data folder (parent killed) must not share it."""
+        import psutil
+
+        try:
+            pid = int(self.pidfile.read_text().strip())
+        except (OSError, ValueError):
+            return
+        try:
+            process = psutil.Process(pid)
+            if "redis-server" in " ".join(process.cmdline()):
+                process.terminate()
+                process.wait(timeout=10)
+        except (psutil.Error, OSError):
+            pass
+
     def start(self) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._stop_stale()
         self.port = _free_port(self.preferred_port)
         args = [
             redis_server_binary(),
@@ -121,6 +142,7 @@ class EmbeddedRedis:
             # A broker must never evict a queued task to make room.
             "--maxmemory-policy", "noeviction",
             "--logfile", str(self.data_dir / "redis.log"),
+            "--pidfile", str(self.pidfile),
         ]
         self._process = subprocess.Popen(args, stdin=subprocess.DEVNULL)
         self._wait_ready()

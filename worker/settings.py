@@ -87,7 +87,10 @@ class Settings(BaseSettings):
     manager_queue: str = "memory.manager"
     # Redis redelivers an unacknowledged message after this long; every time limit below
     # must stay under it or a slow task would be run twice.
-    visibility_timeout_s: int = Field(default=600, ge=10)
+    visibility_timeout_s: int = Field(default=600, ge=5)
+    # How often a worker sweeps for messages whose consumer died (then redelivers them once
+    # their visibility timeout has passed).
+    broker_restore_interval_s: int = Field(default=10, ge=1)
     write_soft_time_limit_s: int = Field(default=30, ge=1)
     write_time_limit_s: int = Field(default=45, ge=1)
     write_max_retries: int = Field(default=8, ge=0)

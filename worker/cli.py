@@ -1,0 +1,161 @@
+"""`memory-worker`: run the system, migrate it, and talk to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from worker.settings import get_settings, reset_settings_cache
+
+cli = typer.Typer(
+    name="memory-worker",
+    help="Durable memory for AI agents: Celery workers over Postgres/pgvector.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+agent_cli = typer.Typer(help="Show or change an agent's memory configuration.",
+                        no_args_is_help=True)
+cli.add_typer(agent_cli, name="agent")
+console = Console()
+
+CELERY_APP = "worker.celery_app:app"
+
+
+def _celery(*args: str) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", CELERY_APP, *args]
+
+
+def worker_command(queues: str, concurrency: int, hostname: str, loglevel: str = "INFO") -> list[str]:
+    return _celery("worker", "-Q", queues, "-c", str(concurrency), "-n", hostname,
+                   "-l", loglevel, "-E", "--without-gossip", "--without-mingle")
+
+
+def beat_command(data_dir: Path, loglevel: str = "INFO") -> list[str]:
+    return _celery("beat", "-l", loglevel, "--schedule", str(data_dir / "celerybeat-schedule"))
+
+
+def flower_command(data_dir: Path) -> list[str]:
+    settings = get_settings()
+    loopback = settings.flower_address in ("127.0.0.1", "localhost", "::1")
+    if not loopback and not settings.flower_basic_auth:
+        raise typer.BadParameter(
+            f"refusing to expose Flower on {settings.flower_address} without authentication; "
+            "set MEMORY_FLOWER_BASIC_AUTH=user:password"
+        )
+    args = ["flower", f"--address={settings.flower_address}", f"--port={settings.flower_port}",
+            "--persistent=True", f"--db={data_dir / 'flower.db'}"]
+    if settings.flower_basic_auth:
+        args.append(f"--basic-auth={settings.flower_basic_auth}")
+    return _celery(*args)
+
+
+@cli.command()
+def migrate(
+    database_url: Annotated[str | None, typer.Option(envvar="DATABASE_URL")] = None,
+) -> None:
+    """Apply pending schema migrations."""
+    from db.migrate import migrate as apply_migrations
+
+    url = database_url or get_settings().require_database_url()
+    applied = apply_migrations(url)
+    console.print(f"applied: {', '.join(applied)}" if applied else "schema is up to date")
+
+
+@cli.command()
+def up(
+    demo: Annotated[bool, typer.Option(help="Run a short agent session once it is up.")] = False,
+    flower: Annotated[bool, typer.Option(help="Start Flower.")] = True,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder for embedded data.")] = None,
+) -> None:
+    """Start the whole system: embedded Postgres/Redis (unless URLs are set), migrations,
+    write and manager workers, beat and Flower. Ctrl-C stops everything."""
+    from worker.stack import run_stack
+
+    settings = get_settings()
+    run_stack(settings, data_dir or settings.data_dir, demo=demo, flower=flower)
+
+
+@cli.command()
+def worker(
+    queues: Annotated[str | None, typer.Option("--queues", "-Q")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-c")] = None,
+    loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "INFO",
+) -> None:
+    """Run a Celery worker (default: the write queue)."""
+    settings = get_settings()
+    command = worker_command(queues or settings.write_queue,
+                             concurrency or settings.worker_concurrency,
+                             "memory-worker@%h", loglevel)
+    os.execv(command[0], command)
+
+
+@cli.command()
+def beat(loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "INFO") -> None:
+    """Run Celery beat (exactly one per deployment)."""
+    settings = get_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    command = beat_command(settings.data_dir, loglevel)
+    os.execv(command[0], command)
+
+
+@cli.command()
+def demo(
+    run_id: Annotated[str | None, typer.Option(help="Run id to use.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for results.")] = 60.0,
+) -> None:
+    """Play a short agent session against a running system and show each write's outcome."""
+    from worker.demo import play_demo
+
+    play_demo(console, run_id=run_id, timeout=timeout)
+
+
+@agent_cli.command("show")
+def agent_show(agent_id: str) -> None:
+    """Print an agent's memory configuration (defaults for an unknown agent)."""
+    from worker.agents import load_agent_config
+    from worker.runtime import get_runtime
+
+    with get_runtime().db.connect() as conn:
+        config = load_agent_config(conn, agent_id)
+    console.print_json(json.dumps(config.as_dict()))
+
+
+@agent_cli.command("set")
+def agent_set(
+    agent_id: str,
+    changes: Annotated[list[str], typer.Argument(help="field=value pairs (JSON values)")],
+) -> None:
+    """Change an agent's memory configuration, e.g. `allow_memory_write=false`."""
+    from worker.agents import AgentConfigError, configure_agent
+    from worker.runtime import get_runtime
+
+    parsed: dict[str, Any] = {}
+    for change in changes:
+        name, sep, raw = change.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"expected field=value, got {change!r}")
+        try:
+            parsed[name] = json.loads(raw)
+        except json.JSONDecodeError:
+            parsed[name] = raw
+    try:
+        with get_runtime().db.transaction() as conn:
+            config = configure_agent(conn, agent_id, parsed)
+    except AgentConfigError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    console.print_json(json.dumps(config.as_dict()))
+
+
+def main() -> None:
+    reset_settings_cache()
+    cli()
+
+
+if __name__ == "__main__":
+    main()
