@@ -1,0 +1,160 @@
+"""Test stack: a real Postgres with pgvector, a real Redis, real Celery workers.
+
+With TEST_DATABASE_URL / TEST_REDIS_URL unset, the embedded stack is started (PostgreSQL 18 +
+pgvector under .memory-data/test, a throw-away redis-server). Each test starts from empty
+tables and an empty Redis.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from worker.settings import PROJECT_ROOT
+
+# Small timeouts so crash and gap tests finish quickly; set before any settings are read.
+TEST_ENV = {
+    "MEMORY_SEQ_GAP_TIMEOUT_S": "4",
+    "MEMORY_VISIBILITY_TIMEOUT_S": "8",
+    "MEMORY_BROKER_RESTORE_INTERVAL_S": "1",
+    "MEMORY_WRITE_SOFT_TIME_LIMIT_S": "5",
+    "MEMORY_WRITE_TIME_LIMIT_S": "6",
+    "MEMORY_TORCH_THREADS": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}
+for _key, _value in TEST_ENV.items():
+    os.environ.setdefault(_key, _value)
+
+TEST_DATABASE = "memory_test"
+
+
+@dataclass(frozen=True)
+class Services:
+    database_url: str
+    admin_url: str
+    redis_url: str
+
+
+def _recreate_database(admin_url: str, name: str) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _database_url(admin_url: str, name: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def services() -> Iterator[Services]:
+    from worker.embedded import EmbeddedPostgres, EmbeddedRedis
+
+    started: list[EmbeddedPostgres | EmbeddedRedis] = []
+    admin_url = os.environ.get("TEST_DATABASE_ADMIN_URL")
+    if not admin_url:
+        pg = EmbeddedPostgres(PROJECT_ROOT / ".memory-data" / "test" / "pg")
+        pg.start()
+        started.append(pg)
+        admin_url = pg.admin_url()
+    redis_url = os.environ.get("TEST_REDIS_URL")
+    redis_dir = None
+    if not redis_url:
+        redis_dir = Path(tempfile.mkdtemp(prefix="memory-test-redis-"))
+        redis = EmbeddedRedis(redis_dir, preferred_port=6420)
+        redis_url = redis.start()
+        started.append(redis)
+    _recreate_database(admin_url, TEST_DATABASE)
+    database_url = _database_url(admin_url, TEST_DATABASE)
+
+    from db.migrate import migrate
+    from worker.settings import reset_settings_cache
+
+    migrate(database_url)
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["REDIS_URL"] = redis_url
+    reset_settings_cache()
+    try:
+        yield Services(database_url=database_url, admin_url=admin_url, redis_url=redis_url)
+    finally:
+        from db.connector import dispose_all
+
+        dispose_all()
+        for service in reversed(started):
+            service.stop()
+        if redis_dir is not None:
+            shutil.rmtree(redis_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def settings(services: Services):
+    from worker.settings import get_settings
+
+    return get_settings()
+
+
+@pytest.fixture(scope="session")
+def embedder(settings):
+    from worker.embeddings import get_embedder
+
+    return get_embedder(settings)
+
+
+@pytest.fixture(scope="session")
+def db(services: Services, settings):
+    from db.connector import get_database
+
+    return get_database(services.database_url)
+
+
+TABLES = ("trace_events", "write_log", "runs", "notes", "agents", "conversation_messages",
+          "conversations", "examples", "manager_cycles")
+
+
+@pytest.fixture(autouse=True)
+def clean_state(request: pytest.FixtureRequest) -> Iterator[None]:
+    if "services" not in request.fixturenames and not request.node.get_closest_marker("db"):
+        yield
+        return
+    services: Services = request.getfixturevalue("services")
+    with psycopg.connect(services.database_url, autocommit=True) as conn:
+        conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
+    import redis
+
+    redis.Redis.from_url(services.redis_url).flushdb()
+    yield
+
+
+@pytest.fixture
+def runtime(settings, embedder, services: Services) -> Iterator[object]:
+    from worker.runtime import Runtime, set_runtime
+
+    rt = Runtime(settings=settings, embedder_override=embedder)
+    set_runtime(rt)
+    yield rt
+    set_runtime(None)
+
+
+@pytest.fixture(scope="session")
+def celery_worker(services: Services, settings, embedder):
+    """A real Celery worker consuming both queues, in a thread of the test process."""
+    from celery.contrib.testing.worker import start_worker
+
+    from worker.celery_app import app
+    from worker.runtime import Runtime, set_runtime
+
+    set_runtime(Runtime(settings=settings, embedder_override=embedder))
+    with start_worker(
+        app, pool="threads", concurrency=4, perform_ping_check=False, loglevel="WARNING",
+        queues=[settings.write_queue, settings.manager_queue], shutdown_timeout=30.0,
+    ) as worker:
+        yield worker

@@ -1,0 +1,128 @@
+"""Helpers shared by the tests: direct writes, reading rows back, worker processes."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
+
+from worker.settings import PROJECT_ROOT
+from worker.write_path import WaitForSequence, WriteDeps, WriteResult, apply_memory_write
+
+
+def run_context(run_id: str, agent: str = "A", user: str | None = "U", company: str | None = "C",
+                **extra: Any) -> dict[str, Any]:
+    ctx: dict[str, Any] = {"run_id": run_id, "agent_id": agent}
+    if user is not None:
+        ctx["user_id"] = user
+    if company is not None:
+        ctx["company_id"] = company
+    ctx.update(extra)
+    return ctx
+
+
+class Writer:
+    """Applies writes through the plain write path, numbering each run's writes 1, 2, 3…"""
+
+    def __init__(self, deps: WriteDeps) -> None:
+        self.deps = deps
+        self._seqs: dict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
+
+    def __call__(self, run: dict[str, Any], note: Any, type: Any = "Preference",
+                 scope_hint: Any = None, seq: int | None = None) -> dict[str, Any]:
+        write: dict[str, Any] = {"note": note, "type": type}
+        if scope_hint is not None:
+            write["scope_hint"] = scope_hint
+        return self.raw(run, write, seq)
+
+    def raw(self, run: Any, write: Any, seq: Any = None) -> dict[str, Any]:
+        if seq is None:
+            seq = next(self._seqs[run["run_id"]])
+        outcome = apply_memory_write(self.deps, run, write, seq)
+        assert isinstance(outcome, WriteResult), outcome
+        return outcome.as_dict()
+
+    def attempt(self, run: Any, write: Any, seq: Any) -> WriteResult | WaitForSequence:
+        return apply_memory_write(self.deps, run, write, seq)
+
+
+def rows(database_url: str, sql: str, *params: Any) -> list[dict[str, Any]]:
+    with psycopg.connect(database_url, row_factory=dict_row) as conn:
+        register_vector(conn)
+        return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+
+
+def notes(database_url: str, where: str = "true", *params: Any) -> list[dict[str, Any]]:
+    return rows(database_url, f"SELECT * FROM notes WHERE {where} ORDER BY created_at, id",
+                *params)
+
+
+def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
+
+
+class WorkerProcess:
+    """A real `celery worker` in its own process group (prefork pool), for crash tests."""
+
+    def __init__(self, name: str, log_dir: Path, *, concurrency: int = 2,
+                 queues: str = "memory.writes", env: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        self.concurrency = concurrency
+        self.queues = queues
+        self.env = {**os.environ, **(env or {})}
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> WorkerProcess:
+        log = open(self.log_path, "ab")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "worker.celery_app:app", "worker",
+             "-Q", self.queues, "-c", str(self.concurrency), "-n", f"{self.name}@%h",
+             "-l", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=PROJECT_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        return self
+
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        def ready() -> bool:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise AssertionError(f"worker exited: {self.log_path.read_text()[-3000:]}")
+            text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+            return " ready." in text
+
+        wait_until(ready, timeout=timeout, interval=0.2)
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: main process and pool children, no cleanup."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()

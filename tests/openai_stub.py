@@ -1,0 +1,75 @@
+"""A local OpenAI-compatible HTTP server: the only stand-in the tests use (for paid APIs).
+
+The real `openai` client talks to it over HTTP. Behaviour is set per test: answer normally,
+fail with a status code, or hang.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+
+def fake_embedding(text: str, dims: int = 8) -> list[float]:
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    return np.random.default_rng(seed).standard_normal(dims).tolist()
+
+
+class OpenAIStub:
+    def __init__(self) -> None:
+        self.fail_status: int | None = None
+        self.delay_s = 0.0
+        self.requests: list[dict[str, Any]] = []
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                stub.requests.append({"path": self.path, "body": body})
+                if stub.delay_s:
+                    time.sleep(stub.delay_s)
+                if stub.fail_status is not None:
+                    self._send(stub.fail_status, {"error": {"message": "stub failure"}})
+                    return
+                if self.path.endswith("/embeddings"):
+                    inputs = body.get("input")
+                    inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
+                    data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t)}
+                            for i, t in enumerate(inputs)]
+                    self._send(200, {"object": "list", "data": data, "model": body.get("model"),
+                                     "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+                    return
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                raw = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> OpenAIStub:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
