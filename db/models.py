@@ -7,8 +7,11 @@ their catalogs, so neither can drift from the other.
 
 from __future__ import annotations
 
+from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import (
     ARRAY,
+    DDL,
+    REAL,
     BigInteger,
     Boolean,
     CheckConstraint,
@@ -21,7 +24,6 @@ from sqlalchemy import (
     Integer,
     MetaData,
     PrimaryKeyConstraint,
-    Real,
     SmallInteger,
     Table,
     Text,
@@ -43,7 +45,6 @@ from db.enums import (
     ProtectionTier,
     sql_in,
 )
-from pgvector.sqlalchemy import VECTOR
 
 metadata = MetaData()
 
@@ -63,8 +64,8 @@ RETURN md5(
 )::uuid
 """
 
-event.listen(metadata, "before_create", text("CREATE EXTENSION IF NOT EXISTS vector"))
-event.listen(metadata, "before_create", text(SCOPE_KEY_FUNCTION))
+event.listen(metadata, "before_create", DDL("CREATE EXTENSION IF NOT EXISTS vector"))
+event.listen(metadata, "before_create", DDL(SCOPE_KEY_FUNCTION))
 
 STATUSES = tuple(NoteStatus)
 _now = text("now()")
@@ -137,7 +138,7 @@ notes = Table(
     Column("status", Text, nullable=False),
     Column("author_type", Text, nullable=False, server_default=text("'MemoryManager'")),
     Column("protection_tier", Text, nullable=False, server_default=text("'Standard'")),
-    Column("importance_score", Real),
+    Column("importance_score", REAL),
     Column("confidence", SmallInteger),
     Column("access_count", Integer, nullable=False, server_default=text("0")),
     _ts("last_accessed_at"),
@@ -224,7 +225,7 @@ write_log = Table(
     Column("note_id", UUID(as_uuid=True), ForeignKey("notes.id")),
     Column("reason", Text, nullable=False),
     Column("final_scope", JSONB),
-    Column("duration_ms", Real, nullable=False),
+    Column("duration_ms", REAL, nullable=False),
     Column("task_id", Text),
     _ts("applied_at", nullable=False),
     PrimaryKeyConstraint("run_id", "seq"),
@@ -249,7 +250,7 @@ trace_events = Table(
     Column("note_id", UUID(as_uuid=True)),
     Column("reason", Text),
     Column("detail", JSONB, nullable=False, server_default=_empty_object),
-    Column("duration_ms", Real),
+    Column("duration_ms", REAL),
     _ts("created_at", default_now=True, nullable=False),
 )
 Index(
@@ -306,7 +307,7 @@ examples = Table(
     *_scope_columns(),
     Column("input_text", Text, nullable=False),
     Column("output_text", Text, nullable=False),
-    Column("success_score", Real),
+    Column("success_score", REAL),
     Column("status", Text, nullable=False, server_default=text("'Active'")),
     Column("embedding", VECTOR()),
     Column("embedding_model", Text),

@@ -149,7 +149,7 @@ def load_write_state(conn: Connection, run_id: str, seq: int, agent_id: str) -> 
         }
     agent_row = None
     if row["agent_row_id"] is not None:
-        agent_row = {k: row[k] for k in row.keys() if k not in _NON_AGENT_STATE}
+        agent_row = {k: row[k] for k in row if k not in _NON_AGENT_STATE}
         agent_row.pop("agent_row_id")
     return WriteState(
         run_exists=bool(row["run_exists"]),
@@ -210,6 +210,7 @@ _OWN = f"(n.source_agent_run_id = :run_id AND n.author_type = '{AuthorType.AGENT
 #  - near: the vector shortlist over injectable notes in the scope (same embedding model).
 # The shortlist is computed over a MATERIALIZED scope subset: an approximate vector index
 # must never be scanned first and filtered after (that returns too few rows).
+# Only our own constant fragments are spliced into this statement.
 _SCOPE_NEIGHBOURS = text(f"""
 WITH within_run AS (
     SELECT n.id, 'within_run' AS kind, 1.0::float8 AS similarity, true AS own
@@ -238,7 +239,7 @@ WITH within_run AS (
 SELECT id, kind, similarity, own FROM within_run
 UNION ALL SELECT id, kind, similarity, own FROM exact
 UNION ALL SELECT id, kind, similarity, own FROM near WHERE similarity >= :threshold
-""")
+""")  # noqa: S608
 
 
 @dataclass(frozen=True)

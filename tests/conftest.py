@@ -86,9 +86,12 @@ def services() -> Iterator[Services]:
     try:
         yield Services(database_url=database_url, admin_url=admin_url, redis_url=redis_url)
     finally:
+        import gc
+
         from db.connector import dispose_all
 
         dispose_all()
+        gc.collect()  # let pending AsyncResults unsubscribe while Redis is still up
         for service in reversed(started):
             service.stop()
         if redis_dir is not None:
@@ -144,9 +147,12 @@ def runtime(settings, embedder, services: Services) -> Iterator[object]:
     set_runtime(None)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def celery_worker(services: Services, settings, embedder):
-    """A real Celery worker consuming both queues, in a thread of the test process."""
+    """A real Celery worker consuming both queues, in a thread of the test process.
+
+    Module-scoped: tests that start worker processes of their own must not share the queue
+    with it."""
     from celery.contrib.testing.worker import start_worker
 
     from worker.celery_app import app

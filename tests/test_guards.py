@@ -293,6 +293,7 @@ def test_landed_note_carries_status_author_tier_provenance_ttl_and_vector(write,
     assert note["access_count"] == 1
     ttl = note["expires_at"] - note["created_at"]
     assert abs(ttl.total_seconds() - 7 * 86400) < 1
-    assert note["embedding_model"] == embedder.model_name == "sentence-transformers/all-MiniLM-L6-v2"
+    assert note["embedding_model"] == embedder.model_name
+    assert note["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert note["embedding"].dimensions() == 384
     assert uuid.UUID(result["note_id"])

@@ -13,7 +13,6 @@ from typing import Any
 from celery import Celery, Task, signals
 from kombu import Exchange, Queue
 
-from worker.masking import mask_published_headers
 from worker.settings import Settings, get_settings
 
 WRITE_TASKS = ("memory.write", "memory.context", "memory.agent.configure",
@@ -89,14 +88,8 @@ class MemoryTask(Task):
     Request = "worker.masking:MaskedRequest"
 
 
-app = MemoryCelery("memory", task_cls=MemoryTask, include=["worker.tasks"])
-
-
-@signals.before_task_publish.connect
-def _mask_task_arguments(headers: dict[str, Any] | None = None, body: Any = None,
-                         **_: Any) -> None:
-    if headers is not None:
-        mask_published_headers(headers, body)
+app = MemoryCelery("memory", task_cls=MemoryTask, amqp="worker.masking:MaskingAMQP",
+                   include=["worker.tasks"])
 
 
 @signals.worker_process_init.connect

@@ -31,7 +31,8 @@ def _celery(*args: str) -> list[str]:
     return [sys.executable, "-m", "celery", "-A", CELERY_APP, *args]
 
 
-def worker_command(queues: str, concurrency: int, hostname: str, loglevel: str = "INFO") -> list[str]:
+def worker_command(queues: str, concurrency: int, hostname: str,
+                   loglevel: str = "INFO") -> list[str]:
     return _celery("worker", "-Q", queues, "-c", str(concurrency), "-n", hostname,
                    "-l", loglevel, "-E", "--without-gossip", "--without-mingle")
 

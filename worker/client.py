@@ -34,7 +34,8 @@ def _redis(url: str) -> redis.Redis:
         return client
 
 
-def reserve_sequence_numbers(run_id: str, count: int, settings: Settings | None = None) -> list[int]:
+def reserve_sequence_numbers(run_id: str, count: int,
+                             settings: Settings | None = None) -> list[int]:
     settings = settings or get_settings()
     client = _redis(settings.require_redis_url())
     key = SEQ_KEY_PREFIX + run_id

@@ -1,15 +1,17 @@
 """Keep memory text out of Flower, Celery events, `inspect` output and logs.
 
 Task arguments are summarized by an allow-list: identifiers and small enums are shown,
-every other value is reduced to its type and length. The summary replaces `argsrepr` /
-`kwargsrepr` on every publish (clients, retries, chain continuations), and a Request class
-applies the same summary to what `celery inspect` reports, whatever the publisher sent.
+every other value is reduced to its type and length. `MaskingAMQP` puts the summary in
+`argsrepr` / `kwargsrepr` of every message this app publishes (clients, retries, chain
+continuations) and in their task-sent events; `MaskedRequest` applies it to what the worker
+reports (task-received events, `celery inspect`), whatever the publisher sent.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from celery.app.amqp import AMQP
 from celery.worker.request import Request
 
 SHOWN_KEYS = frozenset({
@@ -44,16 +46,15 @@ def mask_kwargs(kwargs: Any) -> str:
     return repr(_summary(kwargs if isinstance(kwargs, dict) else {}, shown=False))
 
 
-def mask_published_headers(headers: dict[str, Any], body: Any) -> None:
-    """`before_task_publish` handler body: overwrite the argument reprs of memory.* tasks."""
-    task = headers.get("task") or ""
-    if not str(task).startswith("memory."):
-        return
-    args, kwargs = (), {}
-    if isinstance(body, list | tuple) and len(body) >= 2:
-        args, kwargs = body[0], body[1]
-    headers["argsrepr"] = mask_args(args)
-    headers["kwargsrepr"] = mask_kwargs(kwargs)
+class MaskingAMQP(AMQP):
+    """Builds every outgoing memory.* message with masked argument summaries."""
+
+    def as_task_v2(self, task_id: str, name: str, args: Any = None, kwargs: Any = None,
+                   *rest: Any, **options: Any) -> Any:
+        if str(name).startswith("memory."):
+            options["argsrepr"] = mask_args(args or ())
+            options["kwargsrepr"] = mask_kwargs(kwargs or {})
+        return super().as_task_v2(task_id, name, args, kwargs, *rest, **options)
 
 
 class MaskedRequest(Request):

@@ -87,7 +87,7 @@ def unencodable_reason(value: str) -> str | None:
     return None
 
 
-def _identifier(payload: dict[str, Any], key: str, *, required: bool) -> str | None | Invalid:
+def _identifier(payload: dict[str, Any], key: str, *, required: bool) -> str | Invalid | None:
     value = payload.get(key)
     if value is None:
         return Invalid(f"run.{key} is required") if required else None
@@ -113,7 +113,8 @@ def _secondary_scopes(value: Any) -> dict[str, ScopeValue] | Invalid:
         return Invalid(f"run.secondary_scopes has more than {MAX_SECONDARY_DIMENSIONS} dimensions")
     scopes: dict[str, ScopeValue] = {}
     for key, item in value.items():
-        if not isinstance(key, str) or not key or len(key) > MAX_ID_LENGTH or unencodable_reason(key):
+        if (not isinstance(key, str) or not key or len(key) > MAX_ID_LENGTH
+                or unencodable_reason(key)):
             return Invalid("run.secondary_scopes has an invalid dimension name")
         if item is None:
             continue  # "no value" for a dimension is the same as not having it

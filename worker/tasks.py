@@ -23,13 +23,20 @@ def _sequence_wait_countdown(retries: int) -> float:
     return base * (0.75 + random.random() / 2)  # jitter: waiting writes do not move in step
 
 
-@app.task(name="memory.write", bind=True, acks_late=True, reject_on_worker_lost=True)
-def memory_write(self: MemoryTask, run: Any, write: Any, seq: Any) -> dict[str, Any]:
+# max_retries=None: the only retries are sequence waits, bounded by the gap timeout.
+@app.task(name="memory.write", bind=True, acks_late=True, reject_on_worker_lost=True,
+          max_retries=None)
+def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any = None,
+                 *extra: Any, **unexpected: Any) -> dict[str, Any]:
     """Apply one in-flight memory write. Never raises for bad input: every payload gets a
     disposition, so the rest of its chain still runs."""
+    # Extra arguments mean a sender we do not understand: refuse the write (in the run's
+    # order, when run and seq are usable) rather than guess what it meant.
+    malformed = "memory.write takes exactly (run, write, seq)" if extra or unexpected else None
     try:
         outcome = apply_memory_write(
-            get_runtime().write_deps(), run, write, seq, task_id=self.request.id
+            get_runtime().write_deps(), run, write, seq, task_id=self.request.id,
+            malformed=malformed,
         )
     except SoftTimeLimitExceeded:
         log.error("memory.write hit its soft time limit")
@@ -40,8 +47,7 @@ def memory_write(self: MemoryTask, run: Any, write: Any, seq: Any) -> dict[str, 
             seq if isinstance(seq, int) else None,
         )
     if isinstance(outcome, WaitForSequence):
-        raise self.retry(countdown=_sequence_wait_countdown(self.request.retries),
-                         max_retries=None)
+        raise self.retry(countdown=_sequence_wait_countdown(self.request.retries))
     return outcome.as_dict()
 
 

@@ -149,7 +149,8 @@ def _unsequenced_rejection(
     """A write without a usable run id or seq cannot be ordered; answer and trace it."""
     run_id = run_payload.get("run_id") if isinstance(run_payload, dict) else None
     run_id = run_id if isinstance(run_id, str) and 0 < len(run_id) <= 200 else None
-    seq = seq_payload if isinstance(seq_payload, int) and not isinstance(seq_payload, bool) else None
+    usable_seq = isinstance(seq_payload, int) and not isinstance(seq_payload, bool)
+    seq = seq_payload if usable_seq else None
     result = WriteResult(
         disposition=Disposition.REJECTED_INVALID,
         reason=f"Not saved: {reason}.",
@@ -178,7 +179,10 @@ def apply_memory_write(
     seq_payload: Any,
     *,
     task_id: str | None = None,
+    malformed: str | None = None,
 ) -> WriteResult | WaitForSequence:
+    """Apply one write. `malformed` marks a message the caller already knows is unusable: it
+    is rejected, but still in its run's order."""
     started = time.perf_counter()
     run = parse_run(run_payload)
     if isinstance(run, Invalid):
@@ -186,7 +190,7 @@ def apply_memory_write(
     seq = parse_seq(seq_payload)
     if isinstance(seq, Invalid):
         return _unsequenced_rejection(deps, run_payload, seq_payload, seq.reason, started)
-    request = parse_write(write_payload)
+    request = Invalid(malformed) if malformed else parse_write(write_payload)
     digest = payload_digest(run_payload, write_payload)
     embedding = (
         _embed(deps, request) if isinstance(request, WriteRequest) else Embedding(None, None)

@@ -1,0 +1,103 @@
+"""The migrated schema equals the declared one (db/models.py): no drift, either way."""
+
+from __future__ import annotations
+
+import re
+
+import psycopg
+import pytest
+from sqlalchemy import create_engine
+
+from db.connector import sqlalchemy_url
+from db.enums import INJECTABLE_STATUSES
+from db.migrate import MigrationError, discover, migrate, pending
+from db.models import metadata
+from tests.conftest import _database_url, _recreate_database
+
+CATALOG_QUERIES = {
+    "columns": """
+        SELECT table_name, column_name, data_type, udt_name, is_nullable, column_default,
+               is_generated, generation_expression, is_identity, identity_generation
+        FROM information_schema.columns
+        WHERE table_schema = 'public' AND table_name <> 'schema_migrations'
+        ORDER BY table_name, column_name""",
+    "constraints": """
+        SELECT conrelid::regclass::text AS table_name, contype, pg_get_constraintdef(oid) AS def
+        FROM pg_constraint
+        WHERE connamespace = 'public'::regnamespace
+          AND conrelid::regclass::text <> 'schema_migrations'
+        ORDER BY 1, 2, 3""",
+    "indexes": """
+        SELECT tablename, indexname, indexdef FROM pg_indexes
+        WHERE schemaname = 'public' AND tablename <> 'schema_migrations'
+        ORDER BY tablename, indexname""",
+    "functions": """
+        SELECT proname, pg_get_functiondef(oid) AS def FROM pg_proc
+        WHERE pronamespace = 'public'::regnamespace AND prokind = 'f'
+          AND proname NOT IN (SELECT p.proname FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
+                              WHERE d.deptype = 'e')
+        ORDER BY proname""",
+    "extensions": "SELECT extname FROM pg_extension ORDER BY extname",
+}
+
+
+def _catalog(url: str) -> dict[str, list[tuple]]:
+    with psycopg.connect(url) as conn:
+        return {name: conn.execute(sql).fetchall() for name, sql in CATALOG_QUERIES.items()}
+
+
+@pytest.fixture(scope="module")
+def declared_url(services) -> str:
+    name = "memory_declared"
+    _recreate_database(services.admin_url, name)
+    url = _database_url(services.admin_url, name)
+    engine = create_engine(sqlalchemy_url(url))
+    with engine.begin() as conn:
+        metadata.create_all(conn)
+    engine.dispose()
+    return url
+
+
+def test_migrations_build_exactly_the_declared_schema(services, declared_url):
+    migrated = _catalog(services.database_url)
+    declared = _catalog(declared_url)
+    for part in CATALOG_QUERIES:
+        only_migrated = sorted(set(migrated[part]) - set(declared[part]), key=repr)
+        only_declared = sorted(set(declared[part]) - set(migrated[part]), key=repr)
+        assert not only_migrated and not only_declared, (
+            f"{part} drift:\n  only in migrations: {only_migrated}\n"
+            f"  only in db/models.py: {only_declared}"
+        )
+
+
+def test_partial_indexes_follow_the_injectable_statuses(services):
+    expected = {s.value for s in INJECTABLE_STATUSES}
+    with psycopg.connect(services.database_url) as conn:
+        defs = [row[0] for row in conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' "
+            "AND indexdef LIKE '%status%'")]
+    assert defs
+    for indexdef in defs:
+        statuses = set(re.findall(r"'(\w+)'::text", indexdef.split("WHERE", 1)[1]))
+        assert statuses == expected, indexdef
+
+
+def test_every_enum_column_has_a_check_constraint(services):
+    with psycopg.connect(services.database_url) as conn:
+        checks = " ".join(row[0] for row in conn.execute(
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = 'notes'::regclass AND contype = 'c'"))
+    for column in ("status", "type", "author_type", "protection_tier"):
+        assert f"({column} = ANY" in checks, column
+
+
+def test_migrate_is_idempotent_and_reports_nothing_pending(services):
+    assert migrate(services.database_url) == []
+    assert pending(services.database_url) == []
+
+
+def test_an_edited_migration_is_refused(services, tmp_path):
+    for migration in discover():
+        (tmp_path / migration.path.name).write_text(migration.sql + "\n-- edited\n")
+    with pytest.raises(MigrationError, match="changed after it was applied"):
+        migrate(services.database_url, tmp_path)
