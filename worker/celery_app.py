@@ -48,7 +48,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
-        "task_track_started": True,
+        "task_track_started": False,
         "task_send_sent_event": True,
         "worker_send_task_events": True,
         "result_expires": settings.result_expires_s,

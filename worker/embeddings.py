@@ -8,6 +8,7 @@ are never compared.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections import OrderedDict
@@ -70,11 +71,14 @@ class LocalEmbedder:
     def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         if not texts:
             return []
+        import torch
+
         try:
-            with self._lock:  # torch modules are not safe to call from two threads at once
-                matrix = self._model.encode(
-                    list(texts), batch_size=64, convert_to_numpy=True, show_progress_bar=False
-                )
+            # The model called directly: `SentenceTransformer.encode` adds several ms of
+            # bookkeeping per call, more than a short sentence's forward pass on one core.
+            with self._lock, torch.inference_mode():
+                features = self._model.preprocess(list(texts))
+                matrix = self._model(features)["sentence_embedding"].numpy()
         except Exception as exc:
             raise EmbeddingError(f"local embedding failed: {type(exc).__name__}") from exc
         return _normalized(matrix)
@@ -136,6 +140,51 @@ class CachedEmbedder:
         return [found[t] for t in texts]
 
 
+class SharedVectorCache:
+    """Vectors shared by every worker process through Redis, keyed by model and text digest.
+
+    The head of a chain embeds its whole chain in one batch (several times cheaper per
+    sentence than one at a time) and leaves the vectors here for whichever process runs the
+    next writes. Only vectors are stored, never text."""
+
+    def __init__(self, inner: Embedder, redis_url: str, ttl_s: int) -> None:
+        import redis
+
+        self.inner = inner
+        self.model_name = inner.model_name
+        self._ttl_s = ttl_s
+        self._redis = redis.Redis.from_url(redis_url, socket_timeout=0.5,
+                                           socket_connect_timeout=0.5)
+
+    def _key(self, text: str) -> str:
+        digest = hashlib.sha256(f"{self.model_name}\x1f{text}".encode()).hexdigest()[:40]
+        return f"memory:vec:{digest}"
+
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+        if not texts:
+            return []
+        keys = [self._key(t) for t in texts]
+        try:
+            cached = self._redis.mget(keys)
+        except Exception:  # the cache is an optimization; never fail a write over it
+            cached = [None] * len(texts)
+        found = {t: np.frombuffer(raw, dtype=np.float32) for t, raw in zip(texts, cached,
+                                                                           strict=True) if raw}
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        if missing:
+            vectors = self.inner.embed(missing)
+            found.update(zip(missing, vectors, strict=True))
+            try:
+                with self._redis.pipeline(transaction=False) as pipe:
+                    for text, vector in zip(missing, vectors, strict=True):
+                        pipe.set(self._key(text), np.asarray(vector, np.float32).tobytes(),
+                                 ex=self._ttl_s)
+                    pipe.execute()
+            except Exception:
+                pass
+        return [found[t] for t in texts]
+
+
 def build_embedder(settings: Settings) -> Embedder:
     inner: Embedder
     if settings.embedding_backend == "openai":
@@ -147,6 +196,8 @@ def build_embedder(settings: Settings) -> Embedder:
         )
     else:
         inner = LocalEmbedder(settings.embedding_model, threads=_torch_threads())
+    if settings.redis_url and settings.embedding_shared_cache_ttl_s > 0:
+        inner = SharedVectorCache(inner, settings.redis_url, settings.embedding_shared_cache_ttl_s)
     if settings.embedding_cache_size > 0:
         return CachedEmbedder(inner, settings.embedding_cache_size)
     return inner

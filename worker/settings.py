@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     embedding_api_key: str | None = None
     embedding_timeout_s: float = Field(default=10.0, gt=0)
     embedding_cache_size: int = Field(default=4096, ge=0)
+    # Vectors a chain's first write computes for the whole chain, shared through Redis.
+    embedding_shared_cache_ttl_s: int = Field(default=600, ge=0)
+    embedding_prefetch_limit: int = Field(default=64, ge=0)
 
     # --- judge / LLM (SPEC 7; used by the Memory Manager) ------------------------------
     llm_backend: Literal["builtin", "openai"] = "builtin"
@@ -100,7 +103,7 @@ class Settings(BaseSettings):
     flower_address: str = "127.0.0.1"
     flower_port: int = 5555
     flower_basic_auth: str | None = None  # "user:password"
-    worker_concurrency: int = Field(default=2, ge=1)
+    worker_concurrency: int = Field(default=3, ge=1)
 
     def require_database_url(self) -> str:
         if not self.database_url:

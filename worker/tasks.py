@@ -12,9 +12,27 @@ from db.enums import Disposition
 from worker.agents import AgentConfigError, configure_agent
 from worker.celery_app import MemoryTask, app
 from worker.runtime import get_runtime
-from worker.write_path import WaitForSequence, WriteResult, apply_memory_write
+from worker.write_path import (
+    WaitForSequence,
+    WriteResult,
+    apply_memory_write,
+    prefetch_embeddings,
+)
 
 log = logging.getLogger(__name__)
+
+
+def _chained_writes(chain: Any, limit: int) -> list[Any]:
+    """The write payloads of the memory.write tasks still to come in this chain."""
+    upcoming = []
+    for signature in reversed(chain or []):  # Celery keeps the next step last
+        if len(upcoming) >= limit:
+            break
+        if isinstance(signature, dict) and signature.get("task") == "memory.write":
+            args = signature.get("args") or ()
+            if len(args) >= 2:
+                upcoming.append(args[1])
+    return upcoming
 
 
 def _sequence_wait_countdown(retries: int) -> float:
@@ -33,11 +51,14 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
     # Extra arguments mean a sender we do not understand: refuse the write (in the run's
     # order, when run and seq are usable) rather than guess what it meant.
     malformed = "memory.write takes exactly (run, write, seq)" if extra or unexpected else None
+    deps = get_runtime().write_deps()
+    if self.request.parent_id is None and self.request.chain:
+        # The head of a chain embeds the whole chain in one batch for the writes after it.
+        prefetch_embeddings(deps, [write, *_chained_writes(
+            self.request.chain, deps.settings.embedding_prefetch_limit)])
     try:
-        outcome = apply_memory_write(
-            get_runtime().write_deps(), run, write, seq, task_id=self.request.id,
-            malformed=malformed,
-        )
+        outcome = apply_memory_write(deps, run, write, seq, task_id=self.request.id,
+                                     malformed=malformed)
     except SoftTimeLimitExceeded:
         log.error("memory.write hit its soft time limit")
         outcome = WriteResult(

@@ -143,6 +143,28 @@ def _embed(deps: WriteDeps, request: WriteRequest) -> Embedding:
     return Embedding(vector, deps.embedder.model_name)
 
 
+def prefetch_embeddings(deps: WriteDeps, writes: list[Any]) -> None:
+    """Embed a batch of upcoming writes at once; the caches hand the vectors to their tasks.
+
+    Batching is several times cheaper per sentence than one call per write. Best effort: a
+    failure here only means each write embeds (or fails open) on its own."""
+    if deps.embedder is None:
+        return
+    texts: list[str] = []
+    for write in writes:
+        request = parse_write(write)
+        if isinstance(request, WriteRequest):
+            text = embeddable_text(request, deps.settings.max_note_length)
+            if text is not None:
+                texts.append(text)
+    if len(texts) < 2:
+        return
+    try:
+        deps.embedder.embed(list(dict.fromkeys(texts)))
+    except Exception:
+        log.debug("embedding prefetch failed", exc_info=True)
+
+
 def _unsequenced_rejection(
     deps: WriteDeps, run_payload: Any, seq_payload: Any, reason: str, started: float
 ) -> WriteResult:

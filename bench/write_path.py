@@ -1,0 +1,234 @@
+"""Write-path benchmark: guard pipeline in-process, and end to end through Celery.
+
+    .venv/bin/python bench/write_path.py            # embedded Postgres + Redis
+    DATABASE_URL=... REDIS_URL=... .venv/bin/python bench/write_path.py
+
+Prints markdown tables (and writes them to bench/results/write_path.md):
+  1. a bare psycopg INSERT of one row with its vector (the floor on this machine);
+  2. per-write latency of `apply_memory_write` in-process, with and without the embedding;
+  3. enqueue -> committed latency and throughput for 1,000 writes over 100 runs through a
+     real Celery worker (prefork, 2 processes) and Redis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("MEMORY_TORCH_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import psycopg  # noqa: E402
+from pgvector.psycopg import register_vector  # noqa: E402
+
+SUBJECTS = ["User", "The user", "Our customer", "The account owner", "The team lead"]
+ATTRIBUTES = [
+    "prefers {} charts", "lives in {}", "drinks {} every morning", "is learning {}",
+    "travels to {} each spring", "uses {} for note taking", "supports {} in football",
+    "wants invoices in {}", "reads books about {}", "keeps a {} on the desk",
+]
+VALUES = ["bar", "Lisbon", "green tea", "Japanese", "Tokyo", "Obsidian", "Ajax", "EUR",
+          "astronomy", "cactus", "pie", "Berlin", "espresso", "Rust", "Lima", "Notion",
+          "Celtic", "USD", "sailing", "bonsai"]
+
+
+def facts(count: int, salt: str) -> list[str]:
+    out = []
+    for i in range(count):
+        subject = SUBJECTS[i % len(SUBJECTS)]
+        attribute = ATTRIBUTES[(i // len(SUBJECTS)) % len(ATTRIBUTES)]
+        value = VALUES[(i * 7 + len(salt)) % len(VALUES)]
+        out.append(f"{subject} {attribute.format(value)} ({salt}-{i}).")
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def row(label: str, values: list[float], extra: str = "") -> str:
+    return (f"| {label} | {len(values)} | {pct(values, 0.5):.2f} | {pct(values, 0.95):.2f} | "
+            f"{statistics.fmean(values):.2f} | {extra} |")
+
+
+def start_services(data_dir: Path) -> tuple[str, str, object]:
+    from worker.embedded import EmbeddedStack
+
+    stack = EmbeddedStack(data_dir)
+    env = stack.start(need_postgres=not os.environ.get("DATABASE_URL"),
+                      need_redis=not os.environ.get("REDIS_URL"))
+    os.environ.update(env)
+    return os.environ["DATABASE_URL"], os.environ["REDIS_URL"], stack
+
+
+def reset(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("TRUNCATE trace_events, write_log, runs, notes, agents CASCADE")
+
+
+def bare_insert(database_url: str, n: int) -> list[float]:
+    vectors = np.random.default_rng(1).standard_normal((n, 384)).astype(np.float32)
+    timings = []
+    with psycopg.connect(database_url) as conn:
+        register_vector(conn)
+        for i in range(n):
+            started = time.perf_counter()
+            conn.execute(
+                "INSERT INTO notes (id, agent_id, type, note, content_hash, status, embedding, "
+                "embedding_model) VALUES (%s, 'bench', 'Context', %s, %s, 'Archived', %s, 'x')",
+                [uuid.uuid4(), f"bare {i}", f"h{i}", vectors[i]],
+            )
+            conn.commit()
+            timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def in_process(database_url: str, runs: int, per_run: int) -> tuple[list[float], list[float]]:
+    from db.connector import get_database
+    from worker.embeddings import CachedEmbedder, get_embedder
+    from worker.settings import get_settings
+    from worker.write_path import WriteDeps, WriteResult, apply_memory_write
+
+    settings = get_settings()
+    model = get_embedder(settings)
+    inner = model.inner if isinstance(model, CachedEmbedder) else model
+    db = get_database(database_url)
+
+    def play(embedder, salt: str) -> list[float]:
+        deps = WriteDeps(db=db, settings=settings, embedder=embedder)
+        texts = facts(runs * per_run, salt)
+        timings = []
+        for r in range(runs):
+            run = {"run_id": f"{salt}-{r}", "agent_id": "bench", "user_id": f"u{r % 20}",
+                   "company_id": "c1"}
+            for s in range(per_run):
+                text = texts[r * per_run + s]
+                started = time.perf_counter()
+                result = apply_memory_write(deps, run, {"note": text, "type": "Context"}, s + 1)
+                timings.append((time.perf_counter() - started) * 1000)
+                assert isinstance(result, WriteResult) and result.disposition != "error"
+        return timings
+
+    play(CachedEmbedder(inner, 100_000), "warmup")  # plans, pools, model
+    with_embedding = play(inner, "cold")
+    # Ex-embedding: the same pipeline with every vector already computed (batched up front).
+    warm = CachedEmbedder(inner, 100_000)
+    warm.embed(facts(runs * per_run, "warm"))
+    ex_embedding = play(warm, "warm")
+    return with_embedding, ex_embedding
+
+
+def through_celery(database_url: str, runs: int, per_run: int, concurrency: int,
+                   log_dir: Path) -> tuple[list[float], float]:
+    from worker.client import enqueue_memory_writes
+
+    reset(database_url)
+    log = open(log_dir / "bench-worker.log", "wb")  # noqa: SIM115
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "worker.celery_app:app", "worker", "-Q",
+         "memory.writes", "-c", str(concurrency), "-l", "WARNING", "--without-gossip",
+         "--without-mingle"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    try:
+        from worker.celery_app import app
+
+        deadline = time.monotonic() + 120
+        while not app.control.ping(timeout=1.0):
+            if time.monotonic() > deadline:
+                raise RuntimeError("worker did not start")
+        # Warm every pool process (model loaded at fork; this warms plans and pools).
+        warm = [enqueue_memory_writes({"run_id": f"warm-{i}", "agent_id": "bench"},
+                                      [{"note": f"warm-up fact {i}", "type": "Context"}])
+                for i in range(concurrency * 4)]
+        for item in warm:
+            item.results(timeout=120)
+        reset(database_url)
+
+        texts = facts(runs * per_run, "e2e")
+        sent_at: dict[tuple[str, int], float] = {}
+        started = time.time()
+        handles = []
+        for r in range(runs):
+            run = {"run_id": f"e2e-{r}", "agent_id": "bench", "user_id": f"u{r % 20}",
+                   "company_id": "c1"}
+            writes = [{"note": texts[r * per_run + s], "type": "Context"}
+                      for s in range(per_run)]
+            enqueued_at = time.time()
+            handle = enqueue_memory_writes(run, writes)
+            for seq in handle.seqs:
+                sent_at[(run["run_id"], seq)] = enqueued_at
+            handles.append(handle)
+        total = runs * per_run
+        while True:
+            with psycopg.connect(database_url) as conn:
+                done = conn.execute("SELECT count(*) FROM write_log").fetchone()[0]
+            if done >= total:
+                break
+            if time.time() - started > 600:
+                raise RuntimeError(f"only {done}/{total} writes committed")
+            time.sleep(0.05)
+        with psycopg.connect(database_url) as conn:
+            applied = conn.execute(
+                "SELECT run_id, seq, extract(epoch FROM applied_at) FROM write_log").fetchall()
+        latencies = [(float(at) - sent_at[(run_id, seq)]) * 1000 for run_id, seq, at in applied]
+        elapsed = max(float(at) for _, _, at in applied) - started
+        return latencies, total / elapsed
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+        log.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--per-run", type=int, default=10)
+    parser.add_argument("--concurrency", type=int, default=3)
+    args = parser.parse_args()
+
+    data_dir = Path(tempfile.mkdtemp(prefix="memory-bench-"))
+    database_url, _redis_url, stack = start_services(data_dir)
+    try:
+        from db.migrate import migrate
+
+        migrate(database_url)
+        reset(database_url)
+        lines = ["| measurement | n | p50 ms | p95 ms | mean ms | notes |",
+                 "|---|---|---|---|---|---|"]
+        lines.append(row("bare psycopg INSERT + vector (binary), autocommit per row",
+                         bare_insert(database_url, 1000), "floor"))
+        reset(database_url)
+        pipeline_runs = max(1, args.runs // 2)
+        with_embedding, ex_embedding = in_process(database_url, pipeline_runs, args.per_run)
+        lines.append(row("guard pipeline in-process, ex-embedding", ex_embedding,
+                         "locks, replay check, neighbours, insert, log"))
+        lines.append(row("guard pipeline in-process, with MiniLM embedding", with_embedding,
+                         "one sentence per call"))
+        latencies, throughput = through_celery(database_url, args.runs, args.per_run,
+                                               args.concurrency, data_dir)
+        lines.append(row(f"enqueue -> committed via Celery ({args.runs} runs x "
+                         f"{args.per_run} writes, prefork -c {args.concurrency})", latencies,
+                         f"throughput {throughput:.0f} writes/s"))
+        table = "\n".join(lines)
+        print(table)
+        out = ROOT / "bench" / "results"
+        out.mkdir(exist_ok=True)
+        (out / "write_path.md").write_text(table + "\n")
+    finally:
+        stack.stop()  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    main()
