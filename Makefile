@@ -1,0 +1,34 @@
+# Two commands on a fresh machine:
+#   make up     run the system on its embedded default (Postgres 18 + pgvector, Redis) + a demo
+#   make test   run the tests (ruff, then pytest against real Postgres, Redis and Celery)
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: up test bench lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	# The CPU build of torch first; `torch` alone would pull a multi-GB CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+up: $(STAMP)
+	$(BIN)/memory-worker up --demo
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/write_path.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy worker db
+
+clean:
+	rm -rf $(VENV) .memory-data
