@@ -131,7 +131,7 @@ def in_process(database_url: str, runs: int, per_run: int) -> tuple[list[float],
 
 
 def through_celery(database_url: str, runs: int, per_run: int, concurrency: int,
-                   log_dir: Path) -> tuple[list[float], float]:
+                   log_dir: Path) -> tuple[list[float], list[float], float]:
     from worker.client import enqueue_memory_writes
 
     reset(database_url)
@@ -154,6 +154,15 @@ def through_celery(database_url: str, runs: int, per_run: int, concurrency: int,
                 for i in range(concurrency * 4)]
         for item in warm:
             item.results(timeout=120)
+        reset(database_url)
+
+        # Unloaded: one write at a time, waiting for each result.
+        single = []
+        for i, text in enumerate(facts(100, "single")):
+            started_one = time.perf_counter()
+            enqueue_memory_writes({"run_id": f"single-{i}", "agent_id": "bench"},
+                                  [{"note": text, "type": "Context"}]).results(timeout=60)
+            single.append((time.perf_counter() - started_one) * 1000)
         reset(database_url)
 
         texts = facts(runs * per_run, "e2e")
@@ -184,7 +193,7 @@ def through_celery(database_url: str, runs: int, per_run: int, concurrency: int,
                 "SELECT run_id, seq, extract(epoch FROM applied_at) FROM write_log").fetchall()
         latencies = [(float(at) - sent_at[(run_id, seq)]) * 1000 for run_id, seq, at in applied]
         elapsed = max(float(at) for _, _, at in applied) - started
-        return latencies, total / elapsed
+        return single, latencies, total / elapsed
     finally:
         worker.terminate()
         worker.wait(timeout=60)
@@ -216,8 +225,10 @@ def main() -> None:
                          "locks, replay check, neighbours, insert, log"))
         lines.append(row("guard pipeline in-process, with MiniLM embedding", with_embedding,
                          "one sentence per call"))
-        latencies, throughput = through_celery(database_url, args.runs, args.per_run,
-                                               args.concurrency, data_dir)
+        single, latencies, throughput = through_celery(database_url, args.runs, args.per_run,
+                                                       args.concurrency, data_dir)
+        lines.append(row("enqueue -> result via Celery, one write at a time (unloaded)", single,
+                         "includes embedding one sentence"))
         lines.append(row(f"enqueue -> committed via Celery ({args.runs} runs x "
                          f"{args.per_run} writes, prefork -c {args.concurrency})", latencies,
                          f"throughput {throughput:.0f} writes/s"))
