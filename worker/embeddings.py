@@ -168,8 +168,8 @@ class SharedVectorCache:
             cached = self._redis.mget(keys)
         except Exception:  # the cache is an optimization; never fail a write over it
             cached = [None] * len(texts)
-        found = {t: np.frombuffer(raw, dtype=np.float32) for t, raw in zip(texts, cached,
-                                                                           strict=True) if raw}
+        found = {t: np.frombuffer(raw, dtype=np.float32)
+                 for t, raw in zip(texts, cached, strict=True) if isinstance(raw, bytes)}
         missing = list(dict.fromkeys(t for t in texts if t not in found))
         if missing:
             vectors = self.inner.embed(missing)

@@ -24,12 +24,12 @@ log = logging.getLogger(__name__)
 
 def _chained_writes(chain: Any, limit: int) -> list[Any]:
     """The write payloads of the memory.write tasks still to come in this chain."""
-    upcoming = []
+    upcoming: list[Any] = []
     for signature in reversed(chain or []):  # Celery keeps the next step last
         if len(upcoming) >= limit:
             break
         if isinstance(signature, dict) and signature.get("task") == "memory.write":
-            args = signature.get("args") or ()
+            args = list(signature.get("args") or ())
             if len(args) >= 2:
                 upcoming.append(args[1])
     return upcoming

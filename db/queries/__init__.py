@@ -1,0 +1,38 @@
+"""Every SQL statement the domain runs, by name. Nothing outside this package writes SQL.
+
+Statements take bound parameters only (never interpolated values); the few literal fragments
+spliced in (`INJECTABLE_SQL`, `SCOPE_KEY_SQL`) are our own constants. Vectors are bound as
+numpy arrays and travel in pgvector's binary format. Modules: `agents` (configuration),
+`runs` (sequencing, write log, trace), `notes` (scope neighbourhood, note changes).
+"""
+
+from db.queries.agents import select_agent, upsert_agent
+from db.queries.notes import (
+    SCOPE_KEY_SQL,
+    Neighbour,
+    NewNote,
+    ScopeNeighbours,
+    insert_note,
+    lock_scope,
+    reinforce_note,
+    scope_neighbours,
+    supersede_own_note,
+)
+from db.queries.runs import (
+    WriteRecord,
+    WriteState,
+    insert_run,
+    insert_trace,
+    load_write_state,
+    lock_run,
+    record_write,
+    skip_gap,
+    start_gap_wait,
+)
+
+__all__ = [
+    "SCOPE_KEY_SQL", "Neighbour", "NewNote", "ScopeNeighbours", "WriteRecord", "WriteState",
+    "insert_note", "insert_run", "insert_trace", "load_write_state", "lock_run", "lock_scope",
+    "record_write", "reinforce_note", "scope_neighbours", "select_agent", "skip_gap",
+    "start_gap_wait", "supersede_own_note", "upsert_agent",
+]

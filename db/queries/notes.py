@@ -1,0 +1,205 @@
+"""Notes: the exact-scope neighbourhood the guards compare against, and note changes."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+from sqlalchemy import Connection, text
+
+from db.enums import INJECTABLE_SQL, AuthorType
+
+if TYPE_CHECKING:
+    from worker.scope import NoteScope
+
+# The scope key of the parameters bound by `NoteScope.sql_params()`; compare it with
+# `notes.scope_key`. The function itself is defined by the schema (db/migrations).
+SCOPE_KEY_SQL = (
+    "memory_scope_key(:scope_agent_id, :scope_user_id, :scope_company_id, :scope_entity, "
+    ":scope_record_id, CAST(:scope_secondary AS jsonb))"
+)
+
+# --- scope neighbourhood -------------------------------------------------------------------
+
+# Serializes writes that could land in the same exact scope: two runs writing the same fact
+# at once must not both see "no such note" and both insert it.
+_LOCK_SCOPE = text(
+    f"SELECT pg_advisory_xact_lock(hashtextextended('memory.scope:' || {SCOPE_KEY_SQL}::text, 0))"
+)
+
+_OWN = f"(n.source_agent_run_id = :run_id AND n.author_type = '{AuthorType.AGENT.value}')"
+
+# What the guards need to know about the write's exact scope, in one round trip:
+#  - within_run: a note this run already wrote or reinforced that currently says the same;
+#  - exact: any injectable note in the scope whose normalized text is the same;
+#  - near: the vector shortlist over injectable notes in the scope (same embedding model).
+# The shortlist is computed over a MATERIALIZED scope subset: an approximate vector index
+# must never be scanned first and filtered after (that returns too few rows).
+# Only our own constant fragments are spliced into this statement.
+_SCOPE_NEIGHBOURS = text(f"""
+WITH within_run AS (
+    SELECT n.id, 'within_run' AS kind, 1.0::float8 AS similarity, true AS own
+    FROM write_log w JOIN notes n ON n.id = w.note_id
+    WHERE w.run_id = :run_id AND n.scope_key = {SCOPE_KEY_SQL}
+      AND n.content_hash = :content_hash AND n.{INJECTABLE_SQL}
+    LIMIT 1
+), exact AS (
+    SELECT n.id, 'exact' AS kind, 1.0::float8 AS similarity, coalesce({_OWN}, false) AS own
+    FROM notes n
+    WHERE n.scope_key = {SCOPE_KEY_SQL} AND n.content_hash = :content_hash
+      AND n.{INJECTABLE_SQL}
+    ORDER BY n.created_at
+    LIMIT 1
+), scoped AS MATERIALIZED (
+    SELECT n.id, n.embedding, coalesce({_OWN}, false) AS own
+    FROM notes n
+    WHERE :has_vector AND n.scope_key = {SCOPE_KEY_SQL} AND n.{INJECTABLE_SQL}
+      AND n.embedding_model = :embedding_model AND vector_dims(n.embedding) = :dims
+), near AS (
+    SELECT id, 'near' AS kind, 1 - (embedding <=> CAST(:vector AS vector)) AS similarity, own
+    FROM scoped
+    ORDER BY embedding <=> CAST(:vector AS vector)
+    LIMIT :shortlist
+)
+SELECT id, kind, similarity, own FROM within_run
+UNION ALL SELECT id, kind, similarity, own FROM exact
+UNION ALL SELECT id, kind, similarity, own FROM near WHERE similarity >= :threshold
+""")  # noqa: S608
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    note_id: uuid.UUID
+    similarity: float
+    own: bool
+
+
+@dataclass(frozen=True)
+class ScopeNeighbours:
+    within_run: uuid.UUID | None
+    exact: Neighbour | None
+    near: list[Neighbour]  # most similar first, at or above the threshold
+
+
+def lock_scope(conn: Connection, scope: NoteScope) -> None:
+    conn.execute(_LOCK_SCOPE, scope.sql_params())
+
+
+def scope_neighbours(
+    conn: Connection,
+    *,
+    run_id: str,
+    scope: NoteScope,
+    content_hash: str,
+    vector: np.ndarray | None,
+    embedding_model: str | None,
+    shortlist: int,
+    threshold: float,
+) -> ScopeNeighbours:
+    params = {
+        **scope.sql_params(),
+        "run_id": run_id,
+        "content_hash": content_hash,
+        "has_vector": vector is not None,
+        "vector": vector,
+        "dims": 0 if vector is None else int(vector.shape[0]),
+        "embedding_model": embedding_model,
+        "shortlist": shortlist,
+        "threshold": threshold,
+    }
+    within_run = None
+    exact = None
+    near: list[Neighbour] = []
+    for row in conn.execute(_SCOPE_NEIGHBOURS, params):
+        if row.kind == "within_run":
+            within_run = row.id
+        elif row.kind == "exact":
+            exact = Neighbour(row.id, 1.0, row.own)
+        else:
+            near.append(Neighbour(row.id, float(row.similarity), row.own))
+    return ScopeNeighbours(within_run=within_run, exact=exact, near=near)
+
+
+# --- note changes ---------------------------------------------------------------------------
+
+_INSERT_NOTE = text("""
+INSERT INTO notes (id, agent_id, user_id, company_id, primary_scope_entity,
+    primary_scope_record_id, secondary_scopes, type, note, content_hash, status, author_type,
+    protection_tier, access_count, last_accessed_at, expires_at, embedding, embedding_model,
+    source_conversation_id, source_conversation_detail_id, source_agent_run_id,
+    valid_from, created_at, updated_at)
+VALUES (:id, :scope_agent_id, :scope_user_id, :scope_company_id, :scope_entity,
+    :scope_record_id, CAST(:scope_secondary AS jsonb), :type, :note, :content_hash, :status,
+    :author_type, :protection_tier, 1, :now, :expires_at, :embedding, :embedding_model,
+    :source_conversation_id, :source_conversation_detail_id, :source_agent_run_id,
+    :now, :now, :now)
+""")
+
+_SUPERSEDE_OWN = text("""
+UPDATE notes SET note = :note, type = :type, content_hash = :content_hash,
+    embedding = :embedding, embedding_model = :embedding_model, updated_at = :now
+WHERE id = :id
+""")
+
+_REINFORCE = text("""
+UPDATE notes SET access_count = access_count + 1, last_accessed_at = :now, updated_at = :now
+WHERE id = :id
+""")
+
+
+@dataclass(frozen=True)
+class NewNote:
+    scope: NoteScope
+    type: str
+    note: str
+    content_hash: str
+    status: str
+    author_type: str
+    protection_tier: str
+    expires_at: datetime | None
+    embedding: np.ndarray | None
+    embedding_model: str | None
+    source_conversation_id: str | None
+    source_conversation_detail_id: str | None
+    source_agent_run_id: str | None
+
+
+def insert_note(conn: Connection, note: NewNote, now: datetime) -> uuid.UUID:
+    note_id = uuid.uuid4()
+    conn.execute(_INSERT_NOTE, {
+        **note.scope.sql_params(),
+        "id": note_id,
+        "type": note.type,
+        "note": note.note,
+        "content_hash": note.content_hash,
+        "status": note.status,
+        "author_type": note.author_type,
+        "protection_tier": note.protection_tier,
+        "expires_at": note.expires_at,
+        "embedding": note.embedding,
+        "embedding_model": note.embedding_model if note.embedding is not None else None,
+        "source_conversation_id": note.source_conversation_id,
+        "source_conversation_detail_id": note.source_conversation_detail_id,
+        "source_agent_run_id": note.source_agent_run_id,
+        "now": now,
+    })
+    return note_id
+
+
+def supersede_own_note(
+    conn: Connection, note_id: uuid.UUID, *, note: str, type: str, content_hash: str,
+    embedding: np.ndarray | None, embedding_model: str | None, now: datetime,
+) -> None:
+    conn.execute(_SUPERSEDE_OWN, {
+        "id": note_id, "note": note, "type": type, "content_hash": content_hash,
+        "embedding": embedding,
+        "embedding_model": embedding_model if embedding is not None else None,
+        "now": now,
+    })
+
+
+def reinforce_note(conn: Connection, note_id: uuid.UUID, now: datetime) -> None:
+    conn.execute(_REINFORCE, {"id": note_id, "now": now})

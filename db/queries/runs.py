@@ -1,0 +1,223 @@
+"""Runs, their write sequence, the write log and trace events: the bookkeeping of
+ordering and exactly-once."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from db.queries.agents import json_or_none
+
+# --- runs and sequencing ------------------------------------------------------------------
+
+# Serializes all writes of one run, across every worker process; released at commit.
+_LOCK_RUN = text("SELECT pg_advisory_xact_lock(hashtextextended('memory.run:' || :run_id, 0))")
+
+# One round trip for everything the write path needs before its guards run. Must be a
+# separate statement from the lock: in READ COMMITTED a statement's snapshot is taken when
+# it starts, so reading in the locking statement could miss the previous holder's commit.
+_WRITE_STATE = text("""
+SELECT r.applied_seq, r.persisted_count, r.context_digest, r.gap_wait_started_at,
+       (r.run_id IS NOT NULL) AS run_exists,
+       w.payload_digest AS log_digest, w.disposition AS log_disposition,
+       w.note_id AS log_note_id, w.reason AS log_reason, w.final_scope AS log_final_scope,
+       w.duration_ms AS log_duration_ms,
+       a.agent_id AS agent_row_id, a.allow_memory_write, a.inject_notes,
+       a.max_notes_to_inject, a.note_injection_strategy, a.inject_examples,
+       a.max_examples_to_inject, a.example_injection_strategy, a.per_run_cap,
+       a.reranker_config, a.scope_config, a.auto_archive_enabled
+FROM (SELECT 1) AS one
+LEFT JOIN runs r ON r.run_id = :run_id
+LEFT JOIN write_log w ON w.run_id = :run_id AND w.seq = :seq
+LEFT JOIN agents a ON a.agent_id = :agent_id
+""")
+
+_INSERT_RUN = text("""
+INSERT INTO runs (run_id, agent_id, user_id, company_id, conversation_id,
+    conversation_detail_id, primary_scope_entity, primary_scope_record_id, secondary_scopes,
+    source, context_digest, created_at, updated_at)
+VALUES (:run_id, :agent_id, :user_id, :company_id, :conversation_id, :conversation_detail_id,
+    :primary_scope_entity, :primary_scope_record_id, CAST(:secondary_scopes AS jsonb), :source,
+    :context_digest, :now, :now)
+""")
+
+_START_GAP_WAIT = text("""
+UPDATE runs SET gap_wait_started_at = coalesce(gap_wait_started_at, :now)
+WHERE run_id = :run_id
+RETURNING gap_wait_started_at
+""")
+
+_SKIP_GAP = text("""
+UPDATE runs SET applied_seq = :seq_before, gap_wait_started_at = NULL, updated_at = :now
+WHERE run_id = :run_id AND applied_seq < :seq_before
+""")
+
+
+@dataclass(frozen=True)
+class WriteState:
+    run_exists: bool
+    applied_seq: int
+    persisted_count: int
+    context_digest: str | None
+    gap_wait_started_at: datetime | None
+    logged: dict[str, Any] | None
+    agent_row: dict[str, Any] | None
+
+
+def lock_run(conn: Connection, run_id: str) -> None:
+    conn.execute(_LOCK_RUN, {"run_id": run_id})
+
+
+def load_write_state(conn: Connection, run_id: str, seq: int, agent_id: str) -> WriteState:
+    row = conn.execute(
+        _WRITE_STATE, {"run_id": run_id, "seq": seq, "agent_id": agent_id}
+    ).mappings().one()
+    logged = None
+    if row["log_disposition"] is not None:
+        logged = {
+            "payload_digest": row["log_digest"],
+            "disposition": row["log_disposition"],
+            "note_id": row["log_note_id"],
+            "reason": row["log_reason"],
+            "final_scope": row["log_final_scope"],
+            "duration_ms": row["log_duration_ms"],
+        }
+    agent_row = None
+    if row["agent_row_id"] is not None:
+        agent_row = {k: row[k] for k in row if k not in _NON_AGENT_STATE}
+        agent_row.pop("agent_row_id")
+    return WriteState(
+        run_exists=bool(row["run_exists"]),
+        applied_seq=int(row["applied_seq"] or 0),
+        persisted_count=int(row["persisted_count"] or 0),
+        context_digest=row["context_digest"],
+        gap_wait_started_at=row["gap_wait_started_at"],
+        logged=logged,
+        agent_row=agent_row,
+    )
+
+
+_NON_AGENT_STATE = frozenset({
+    "applied_seq", "persisted_count", "context_digest", "gap_wait_started_at", "run_exists",
+    "log_digest", "log_disposition", "log_note_id", "log_reason", "log_final_scope",
+    "log_duration_ms",
+})
+
+
+def insert_run(conn: Connection, run: Any, context_digest: str, now: datetime) -> None:
+    conn.execute(_INSERT_RUN, {
+        "run_id": run.run_id,
+        "agent_id": run.agent_id,
+        "user_id": run.user_id,
+        "company_id": run.company_id,
+        "conversation_id": run.conversation_id,
+        "conversation_detail_id": run.conversation_detail_id,
+        "primary_scope_entity": run.primary_scope_entity,
+        "primary_scope_record_id": run.primary_scope_record_id,
+        "secondary_scopes": json.dumps(run.secondary_scopes, sort_keys=True),
+        "source": run.source,
+        "context_digest": context_digest,
+        "now": now,
+    })
+
+
+def start_gap_wait(conn: Connection, run_id: str, now: datetime) -> datetime:
+    return conn.execute(_START_GAP_WAIT, {"run_id": run_id, "now": now}).scalar_one()
+
+
+def skip_gap(conn: Connection, run_id: str, seq_before: int, now: datetime) -> None:
+    conn.execute(_SKIP_GAP, {"run_id": run_id, "seq_before": seq_before, "now": now})
+
+
+# --- recording outcomes ----------------------------------------------------------------------
+
+# The idempotency record, the run's applied sequence and the trace step commit together, in
+# the same transaction as the note change they describe.
+_RECORD_WRITE = text("""
+WITH logged AS (
+    INSERT INTO write_log (run_id, seq, payload_digest, disposition, note_id, reason,
+        final_scope, duration_ms, task_id, applied_at)
+    VALUES (:run_id, :seq, :payload_digest, :disposition, :note_id, :reason,
+        CAST(:final_scope AS jsonb), :duration_ms, :task_id, :now)
+    ON CONFLICT (run_id, seq) DO UPDATE SET
+        payload_digest = EXCLUDED.payload_digest, disposition = EXCLUDED.disposition,
+        note_id = EXCLUDED.note_id, reason = EXCLUDED.reason,
+        final_scope = EXCLUDED.final_scope, duration_ms = EXCLUDED.duration_ms,
+        task_id = EXCLUDED.task_id, applied_at = EXCLUDED.applied_at
+    RETURNING seq
+), advanced AS (
+    UPDATE runs SET applied_seq = greatest(applied_seq, :seq),
+        persisted_count = persisted_count + :persisted_increment,
+        gap_wait_started_at = CASE WHEN :seq >= applied_seq + 1 THEN NULL
+                                   ELSE gap_wait_started_at END,
+        updated_at = :now
+    WHERE run_id = :run_id
+    RETURNING applied_seq
+)
+INSERT INTO trace_events (event, run_id, seq, agent_id, disposition, note_id, reason, detail,
+    duration_ms, created_at)
+SELECT :event, :run_id, :seq, :agent_id, :disposition, :note_id, :reason,
+    CAST(:detail AS jsonb), :duration_ms, :now
+FROM logged, advanced
+""")
+
+_INSERT_TRACE = text("""
+INSERT INTO trace_events (event, run_id, seq, agent_id, disposition, note_id, reason, detail,
+    duration_ms, created_at)
+VALUES (:event, :run_id, :seq, :agent_id, :disposition, :note_id, :reason,
+    CAST(:detail AS jsonb), :duration_ms, :now)
+""")
+
+
+@dataclass(frozen=True)
+class WriteRecord:
+    run_id: str
+    seq: int
+    agent_id: str | None
+    payload_digest: str
+    disposition: str
+    note_id: uuid.UUID | None
+    reason: str
+    final_scope: dict[str, Any] | None
+    duration_ms: float
+    task_id: str | None
+    event: str
+    detail: dict[str, Any]
+    persisted_increment: int
+
+
+def record_write(conn: Connection, record: WriteRecord, now: datetime) -> None:
+    conn.execute(_RECORD_WRITE, {
+        "run_id": record.run_id,
+        "seq": record.seq,
+        "agent_id": record.agent_id,
+        "payload_digest": record.payload_digest,
+        "disposition": record.disposition,
+        "note_id": record.note_id,
+        "reason": record.reason,
+        "final_scope": json_or_none(record.final_scope),
+        "duration_ms": record.duration_ms,
+        "task_id": record.task_id,
+        "event": record.event,
+        "detail": json.dumps(record.detail),
+        "persisted_increment": record.persisted_increment,
+        "now": now,
+    })
+
+
+def insert_trace(
+    conn: Connection, *, event: str, now: datetime, run_id: str | None = None,
+    seq: int | None = None, agent_id: str | None = None, disposition: str | None = None,
+    note_id: uuid.UUID | None = None, reason: str | None = None,
+    detail: dict[str, Any] | None = None, duration_ms: float | None = None,
+) -> None:
+    conn.execute(_INSERT_TRACE, {
+        "event": event, "run_id": run_id, "seq": seq, "agent_id": agent_id,
+        "disposition": disposition, "note_id": note_id, "reason": reason,
+        "detail": json.dumps(detail or {}), "duration_ms": duration_ms, "now": now,
+    })
