@@ -234,6 +234,24 @@ def test_embedding_failure_fails_open(runtime, services):
     assert "embedding" in trace["detail"]["embedding_error"]
 
 
+def test_openai_compatible_embedder_and_models_never_mix(runtime, services):
+    with OpenAIStub() as stub:
+        remote = OpenAIEmbedder("stub-embed", base_url=stub.base_url, api_key="k", timeout_s=2)
+        remote_write = Writer(replace(runtime.write_deps(), embedder=remote))
+        run = run_context("r1")
+        first = remote_write(run, "User's timezone is UTC+1.", type="Context", seq=1)
+    assert first["disposition"] == "written"
+    [note] = notes(services.database_url)
+    assert note["embedding_model"] == "stub-embed" and note["embedding"].dimensions() == 8
+    # The same run, now embedding with MiniLM: a near-duplicate text finds no shortlist hit,
+    # because vectors of different models are never compared.
+    local_write = Writer(runtime.write_deps())
+    second = local_write(run, "User's timezone is UTC+2.", type="Context", seq=2)
+    assert second["disposition"] == "written"
+    models = sorted(n["embedding_model"] for n in notes(services.database_url))
+    assert models == ["sentence-transformers/all-MiniLM-L6-v2", "stub-embed"]
+
+
 def test_persistence_failure_is_error_not_counted_and_a_retry_writes(write, services):
     with psycopg.connect(services.database_url, autocommit=True) as conn:
         conn.execute("""
