@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,38 +22,6 @@ agent_cli = typer.Typer(help="Show or change an agent's memory configuration.",
                         no_args_is_help=True)
 cli.add_typer(agent_cli, name="agent")
 console = Console()
-
-CELERY_APP = "worker.celery_app:app"
-
-
-def _celery(*args: str) -> list[str]:
-    return [sys.executable, "-m", "celery", "-A", CELERY_APP, *args]
-
-
-def worker_command(queues: str, concurrency: int, hostname: str,
-                   loglevel: str = "INFO") -> list[str]:
-    return _celery("worker", "-Q", queues, "-c", str(concurrency), "-n", hostname,
-                   "-l", loglevel, "-E", "--without-gossip", "--without-mingle")
-
-
-def beat_command(data_dir: Path, loglevel: str = "INFO") -> list[str]:
-    return _celery("beat", "-l", loglevel, "--schedule", str(data_dir / "celerybeat-schedule"))
-
-
-def flower_command(data_dir: Path) -> list[str]:
-    settings = get_settings()
-    loopback = settings.flower_address in ("127.0.0.1", "localhost", "::1")
-    if not loopback and not settings.flower_basic_auth:
-        raise typer.BadParameter(
-            f"refusing to expose Flower on {settings.flower_address} without authentication; "
-            "set MEMORY_FLOWER_BASIC_AUTH=user:password"
-        )
-    args = ["flower", f"--address={settings.flower_address}", f"--port={settings.flower_port}",
-            "--persistent=True", f"--db={data_dir / 'flower.db'}"]
-    if settings.flower_basic_auth:
-        args.append(f"--basic-auth={settings.flower_basic_auth}")
-    return _celery(*args)
-
 
 @cli.command()
 def migrate(
@@ -89,6 +56,8 @@ def worker(
     loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "INFO",
 ) -> None:
     """Run a Celery worker (default: the write queue)."""
+    from worker.stack import worker_command
+
     settings = get_settings()
     command = worker_command(queues or settings.write_queue,
                              concurrency or settings.worker_concurrency,
@@ -99,6 +68,8 @@ def worker(
 @cli.command()
 def beat(loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "INFO") -> None:
     """Run Celery beat (exactly one per deployment)."""
+    from worker.stack import beat_command
+
     settings = get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     command = beat_command(settings.data_dir, loglevel)

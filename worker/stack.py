@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,36 @@ from worker.embedded import EmbeddedStack
 from worker.settings import Settings, get_settings, reset_settings_cache
 
 console = Console()
+
+CELERY_APP = "worker.celery_app:app"
+
+
+def _celery(*args: str) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", CELERY_APP, *args]
+
+
+def worker_command(queues: str, concurrency: int, hostname: str,
+                   loglevel: str = "INFO") -> list[str]:
+    return _celery("worker", "-Q", queues, "-c", str(concurrency), "-n", hostname,
+                   "-l", loglevel, "-E", "--without-gossip", "--without-mingle")
+
+
+def beat_command(data_dir: Path, loglevel: str = "INFO") -> list[str]:
+    return _celery("beat", "-l", loglevel, "--schedule", str(data_dir / "celerybeat-schedule"))
+
+
+def flower_command(settings: Settings, data_dir: Path) -> list[str]:
+    loopback = settings.flower_address in ("127.0.0.1", "localhost", "::1")
+    if not loopback and not settings.flower_basic_auth:
+        raise RuntimeError(
+            f"refusing to expose Flower on {settings.flower_address} without authentication; "
+            "set MEMORY_FLOWER_BASIC_AUTH=user:password"
+        )
+    args = ["flower", f"--address={settings.flower_address}", f"--port={settings.flower_port}",
+            "--persistent=True", f"--db={data_dir / 'flower.db'}"]
+    if settings.flower_basic_auth:
+        args.append(f"--basic-auth={settings.flower_basic_auth}")
+    return _celery(*args)
 
 
 @dataclass
@@ -77,9 +108,9 @@ def wait_for_workers(timeout: float = 120.0) -> bool:
 
 def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -> None:
     from db.migrate import migrate
-    from worker.cli import beat_command, flower_command, worker_command
 
     data_dir = data_dir.resolve()
+    flower_cmd = flower_command(settings, data_dir) if flower else None  # refuse early
     data_dir.mkdir(parents=True, exist_ok=True)
     stack = EmbeddedStack(data_dir)
     children: list[Child] = []
@@ -105,8 +136,8 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
                   logs / "manager.log"),
             Child("beat", beat_command(data_dir), logs / "beat.log"),
         ]
-        if flower:
-            children.append(Child("flower", flower_command(data_dir), logs / "flower.log"))
+        if flower_cmd:
+            children.append(Child("flower", flower_cmd, logs / "flower.log"))
         for child in children:
             child.start(env)
             console.print(f"  {child.name:8s} pid {child.process.pid if child.process else '?'}"
