@@ -283,6 +283,38 @@ def test_persistence_failure_is_error_not_counted_and_a_retry_writes(write, serv
     assert log["disposition"] == "written"
 
 
+def test_transient_database_errors_are_retried_with_backoff(runtime, services):
+    """A lock wait that times out (LockNotAvailable) is transient: retried, then applied."""
+    import threading
+
+    from db.connector import Database
+
+    impatient = Database(services.database_url + "&options=-c%20lock_timeout%3D100ms")
+    deps = runtime.write_deps()
+    write = Writer(replace(deps, db=impatient))
+    holder = psycopg.connect(services.database_url)
+    try:
+        holder.execute("SELECT pg_advisory_xact_lock(hashtextextended('memory.run:' || %s, 0))",
+                       ["r1"])
+        release = threading.Timer(0.5, holder.rollback)
+        release.start()
+        result = write(run_context("r1"), "User flies kites on Sundays.")
+        release.join()
+        assert result["disposition"] == "written"
+
+        holder.execute("SELECT pg_advisory_xact_lock(hashtextextended('memory.run:' || %s, 0))",
+                       ["r2"])
+        stubborn = Writer(replace(deps, db=impatient, settings=deps.settings.model_copy(
+            update={"write_max_retries": 2})))
+        failed = stubborn(run_context("r2"), "User collects stamps.")
+        assert failed["disposition"] == "error"
+        assert "OperationalError" in failed["reason"]
+    finally:
+        holder.close()
+        impatient.dispose()
+    assert [n["note"] for n in notes(services.database_url)] == ["User flies kites on Sundays."]
+
+
 def test_disabled_agent_is_skipped_and_nothing_is_stored(write, services, db):
     from worker.agents import configure_agent
 
