@@ -25,10 +25,10 @@ from db.enums import (
     NoteStatus,
     ProtectionTier,
 )
+from db.scope import SCOPE_HINTS, NoteScope
 from worker.agents import AgentConfig
 from worker.normalize import content_hash
 from worker.payloads import RunContext, WriteRequest, unencodable_reason
-from worker.scope import SCOPE_HINTS, NoteScope
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from worker.scope import NoteScope, ScopeValue
+from db.scope import NoteScope, ScopeValue
 
 MAX_ID_LENGTH = 200
 MAX_SECONDARY_DIMENSIONS = 32

@@ -1,14 +1,14 @@
-"""Every SQL statement the domain runs, by name. Nothing outside this package writes SQL.
+"""Every SQL statement the domain runs, by name. Nothing outside `db/` writes SQL.
 
-Statements take bound parameters only (never interpolated values); the few literal fragments
-spliced in (`INJECTABLE_SQL`, `SCOPE_KEY_SQL`) are our own constants. Vectors are bound as
-numpy arrays and travel in pgvector's binary format. Modules: `agents` (configuration),
-`runs` (sequencing, write log, trace), `notes` (scope neighbourhood, note changes).
+Statements take bound parameters only (never interpolated values); the literal fragments
+spliced in (`INJECTABLE_SQL`, the scope predicate of `db.scope`) are our own constants.
+Vectors are bound as numpy arrays and travel in pgvector's binary format. Modules: `agents`
+(configuration), `runs` (sequencing, write log, trace), `notes` (scope neighbourhood, note
+changes), `retrieval` (the read path).
 """
 
 from db.queries.agents import select_agent, upsert_agent
 from db.queries.notes import (
-    SCOPE_KEY_SQL,
     Neighbour,
     NewNote,
     ScopeNeighbours,
@@ -31,7 +31,7 @@ from db.queries.runs import (
 )
 
 __all__ = [
-    "SCOPE_KEY_SQL", "Neighbour", "NewNote", "ScopeNeighbours", "WriteRecord", "WriteState",
+    "Neighbour", "NewNote", "ScopeNeighbours", "WriteRecord", "WriteState",
     "insert_note", "insert_run", "insert_trace", "load_write_state", "lock_run", "lock_scope",
     "record_write", "reinforce_note", "scope_neighbours", "select_agent", "skip_gap",
     "start_gap_wait", "supersede_own_note", "upsert_agent",

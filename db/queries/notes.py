@@ -5,22 +5,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import numpy as np
 from sqlalchemy import Connection, text
 
 from db.enums import INJECTABLE_SQL, AuthorType
-
-if TYPE_CHECKING:
-    from worker.scope import NoteScope
-
-# The scope key of the parameters bound by `NoteScope.sql_params()`; compare it with
-# `notes.scope_key`. The function itself is defined by the schema (db/migrations).
-SCOPE_KEY_SQL = (
-    "memory_scope_key(:scope_agent_id, :scope_user_id, :scope_company_id, :scope_entity, "
-    ":scope_record_id, CAST(:scope_secondary AS jsonb))"
-)
+from db.scope import SAME_SCOPE_SQL, SCOPE_KEY_SQL, NoteScope
 
 # --- scope neighbourhood -------------------------------------------------------------------
 
@@ -43,20 +33,20 @@ _SCOPE_NEIGHBOURS = text(f"""
 WITH within_run AS (
     SELECT n.id, 'within_run' AS kind, 1.0::float8 AS similarity, true AS own
     FROM write_log w JOIN notes n ON n.id = w.note_id
-    WHERE w.run_id = :run_id AND n.scope_key = {SCOPE_KEY_SQL}
+    WHERE w.run_id = :run_id AND {SAME_SCOPE_SQL}
       AND n.content_hash = :content_hash AND n.{INJECTABLE_SQL}
     LIMIT 1
 ), exact AS (
     SELECT n.id, 'exact' AS kind, 1.0::float8 AS similarity, coalesce({_OWN}, false) AS own
     FROM notes n
-    WHERE n.scope_key = {SCOPE_KEY_SQL} AND n.content_hash = :content_hash
+    WHERE {SAME_SCOPE_SQL} AND n.content_hash = :content_hash
       AND n.{INJECTABLE_SQL}
     ORDER BY n.created_at
     LIMIT 1
 ), scoped AS MATERIALIZED (
     SELECT n.id, n.embedding, coalesce({_OWN}, false) AS own
     FROM notes n
-    WHERE :has_vector AND n.scope_key = {SCOPE_KEY_SQL} AND n.{INJECTABLE_SQL}
+    WHERE :has_vector AND {SAME_SCOPE_SQL} AND n.{INJECTABLE_SQL}
       AND n.embedding_model = :embedding_model AND vector_dims(n.embedding) = :dims
 ), near AS (
     SELECT id, 'near' AS kind, 1 - (embedding <=> CAST(:vector AS vector)) AS similarity, own
