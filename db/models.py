@@ -186,6 +186,14 @@ Index(
     postgresql_where=text(f"{INJECTABLE_SQL} AND expires_at IS NOT NULL"),
 )
 Index(
+    "notes_lattice_idx",
+    notes.c.agent_id,
+    notes.c.user_id,
+    notes.c.company_id,
+    notes.c.created_at.desc(),
+    postgresql_where=text(INJECTABLE_SQL),
+)
+Index(
     "notes_source_run_idx",
     notes.c.source_agent_run_id,
     postgresql_where=text("source_agent_run_id IS NOT NULL"),
@@ -319,6 +327,14 @@ examples = Table(
     CheckConstraint("success_score BETWEEN 0 AND 10"),
     CheckConstraint(f"status IN ({sql_in(STATUSES)})"),
     CheckConstraint("(embedding IS NULL) = (embedding_model IS NULL)"),
+)
+Index(
+    "examples_lattice_idx",
+    examples.c.agent_id,
+    examples.c.user_id,
+    examples.c.company_id,
+    examples.c.created_at.desc(),
+    postgresql_where=text(INJECTABLE_SQL),
 )
 Index(
     "examples_agent_idx",

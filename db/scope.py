@@ -251,3 +251,37 @@ def visibility_sql(request: RequestScope, config: ScopeConfig | None = None,
         else:
             clauses.append(f"(NOT ({n}.secondary_scopes ? :vis_dim_{i}) OR {matches})")
     return " AND ".join(clauses), params
+
+
+def visible_levels(request: RequestScope) -> list[tuple[bool, bool, bool]]:
+    """Lattice levels (agent, user, company set?) a request can see, most specific first.
+
+    The SQL read path scans one exact-equality index range per level (a btree finds
+    `IS NULL` too), then filters with `visibility_sql`; this keeps every scan exact and
+    proportional to what the request can see, under custom and generic plans alike."""
+    has_user = request.user_id is not None and not request.shared_only
+    has_company = request.company_id is not None
+    return [level for level in LEVEL_LABELS
+            if (has_user or not level[1]) and (has_company or not level[2])]
+
+
+def level_condition(level: tuple[bool, bool, bool], alias: str = "n") -> str:
+    """Equality conditions selecting one lattice level for the request bound by
+    `visibility_sql` (:vis_agent, :vis_user, :vis_company)."""
+    parts = []
+    for column, param, is_set in (("agent_id", "vis_agent", level[0]),
+                                  ("user_id", "vis_user", level[1]),
+                                  ("company_id", "vis_company", level[2])):
+        parts.append(f"{alias}.{column} = :{param}" if is_set else f"{alias}.{column} IS NULL")
+    return " AND ".join(parts)
+
+
+def specificity_sql(alias: str = "n") -> str:
+    """The lattice rank of a row (0 = Agent + User + Company), for ordering in SQL."""
+    cases = []
+    for level, rank in LEVEL_RANK.items():
+        condition = " AND ".join(
+            f"{alias}.{column} IS {'NOT ' if is_set else ''}NULL"
+            for column, is_set in zip(("agent_id", "user_id", "company_id"), level, strict=True))
+        cases.append(f"WHEN {condition} THEN {rank}")
+    return f"(CASE {' '.join(cases)} END)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -85,6 +86,47 @@ def demo(
     from worker.demo import play_demo
 
     play_demo(console, run_id=run_id, timeout=timeout)
+
+
+@cli.command()
+def context(
+    agent_id: Annotated[str, typer.Argument(help="Agent id.")],
+    input_text: Annotated[str | None, typer.Argument(help="The run's input.")] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u")] = None,
+    company: Annotated[str | None, typer.Option("--company", "-c")] = None,
+    primary: Annotated[str | None, typer.Option(help="Tenant record as Entity:record_id.")] = None,
+    scope: Annotated[list[str] | None, typer.Option(help="Secondary dimension=value.")] = None,
+    shared_only: Annotated[bool, typer.Option(help="An audience is present.")] = False,
+    policy: Annotated[bool, typer.Option(help="Include the <memory_policy> block.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the notes as JSON.")] = False,
+) -> None:
+    """Print the memory context an agent would receive (nothing is recorded as accessed)."""
+    from db.scope import ScopeError
+    from worker.context import build_context
+    from worker.payloads import Invalid, parse_request_scope
+    from worker.runtime import get_runtime
+
+    payload: dict[str, Any] = {"agent_id": agent_id, "user_id": user, "company_id": company,
+                               "shared_only": shared_only, "secondary_scopes": {}}
+    if primary:
+        entity, _, record = primary.partition(":")
+        payload.update(primary_scope_entity=entity, primary_scope_record_id=record or None)
+    for item in scope or []:
+        name, _, value = item.partition("=")
+        values = payload["secondary_scopes"].setdefault(name, [])
+        values.append(value)
+    request = parse_request_scope(payload)
+    if isinstance(request, Invalid):
+        raise typer.BadParameter(request.reason)
+    try:
+        result = build_context(get_runtime().context_deps(), request, input_text,
+                               include_policy=policy, record_access=False)
+    except ScopeError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    if as_json:
+        print(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(result.rendered or "(no memory to inject)\n")
 
 
 @agent_cli.command("show")

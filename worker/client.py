@@ -1,4 +1,4 @@
-"""What an agent service calls: enqueue a turn's memory writes.
+"""What an agent service calls: enqueue a turn's memory writes, read the memory context.
 
 Sequence numbers come from one atomic counter per run in Redis (the broker every client
 already talks to): `INCRBY memory:run-seq:<run_id> <n>` reserves n consecutive numbers, so
@@ -18,6 +18,8 @@ import redis
 from celery import chain
 from celery.result import AsyncResult
 
+from worker.context import MemoryContext, build_context
+from worker.payloads import Invalid, parse_request_scope
 from worker.settings import Settings, get_settings
 
 SEQ_KEY_PREFIX = "memory:run-seq:"
@@ -81,3 +83,25 @@ def enqueue_memory_writes(run: dict[str, Any], writes: Sequence[dict[str, Any]],
     else:
         chain(*signatures).apply_async()
     return EnqueuedWrites(run_id, seqs, task_ids)
+
+
+def build_memory_context(agent_id: str, user_id: str | None = None,
+                         company_id: str | None = None, scopes: dict[str, Any] | None = None,
+                         input_text: str | None = None, *, shared_only: bool = False,
+                         include_policy: bool = True, run_id: str | None = None
+                         ) -> MemoryContext:
+    """The memory block to inject at run start, read directly from Postgres (no broker hop).
+
+    `scopes` carries the tenant scope: `primary_scope_entity`, `primary_scope_record_id` and
+    `secondary_scopes` (a value may be a list: any of them). Raises `ScopeError` when the
+    agent's scope configuration requires something the request lacks, and `ValueError` for a
+    malformed request."""
+    from worker.runtime import get_runtime
+
+    payload = {"agent_id": agent_id, "user_id": user_id, "company_id": company_id,
+               "shared_only": shared_only, **(scopes or {})}
+    request = parse_request_scope(payload)
+    if isinstance(request, Invalid):
+        raise ValueError(request.reason)
+    return build_context(get_runtime().context_deps(), request, input_text,
+                         include_policy=include_policy, run_id=run_id)

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from db.scope import NoteScope, ScopeValue
+from db.scope import NoteScope, RequestScope, ScopeValue
 
 MAX_ID_LENGTH = 200
 MAX_SECONDARY_DIMENSIONS = 32
@@ -87,41 +87,55 @@ def unencodable_reason(value: str) -> str | None:
     return None
 
 
-def _identifier(payload: dict[str, Any], key: str, *, required: bool) -> str | Invalid | None:
+def _identifier(payload: dict[str, Any], key: str, *, required: bool,
+                prefix: str = "run") -> str | Invalid | None:
     value = payload.get(key)
     if value is None:
-        return Invalid(f"run.{key} is required") if required else None
+        return Invalid(f"{prefix}.{key} is required") if required else None
     if isinstance(value, bool) or not isinstance(value, str | int):
-        return Invalid(f"run.{key} must be a string, not {type(value).__name__}")
+        return Invalid(f"{prefix}.{key} must be a string, not {type(value).__name__}")
     text = str(value).strip()
     if not text:
-        return Invalid(f"run.{key} is empty") if required else None
+        return Invalid(f"{prefix}.{key} is empty") if required else None
     if len(text) > MAX_ID_LENGTH:
-        return Invalid(f"run.{key} is longer than {MAX_ID_LENGTH} characters")
+        return Invalid(f"{prefix}.{key} is longer than {MAX_ID_LENGTH} characters")
     problem = unencodable_reason(text)
     if problem:
-        return Invalid(f"run.{key} {problem}")
+        return Invalid(f"{prefix}.{key} {problem}")
     return text
 
 
-def _secondary_scopes(value: Any) -> dict[str, ScopeValue] | Invalid:
+def _scalar_problem(item: Any) -> str | None:
+    if not isinstance(item, str | int | float | bool):
+        return "must be a scalar value"
+    if isinstance(item, str) and (len(item) > MAX_ID_LENGTH or unencodable_reason(item)):
+        return "is not a valid value"
+    return None
+
+
+def _secondary_scopes(value: Any, *, prefix: str = "run", lists: bool = False
+                      ) -> dict[str, Any] | Invalid:
+    """Tenant dimensions: name -> scalar (a note, a run) or name -> scalar or list (a request)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
-        return Invalid("run.secondary_scopes must be an object of dimension -> value")
+        return Invalid(f"{prefix}.secondary_scopes must be an object of dimension -> value")
     if len(value) > MAX_SECONDARY_DIMENSIONS:
-        return Invalid(f"run.secondary_scopes has more than {MAX_SECONDARY_DIMENSIONS} dimensions")
-    scopes: dict[str, ScopeValue] = {}
+        return Invalid(f"{prefix}.secondary_scopes has more than {MAX_SECONDARY_DIMENSIONS} "
+                       "dimensions")
+    scopes: dict[str, Any] = {}
     for key, item in value.items():
         if (not isinstance(key, str) or not key or len(key) > MAX_ID_LENGTH
                 or unencodable_reason(key)):
-            return Invalid("run.secondary_scopes has an invalid dimension name")
+            return Invalid(f"{prefix}.secondary_scopes has an invalid dimension name")
         if item is None:
             continue  # "no value" for a dimension is the same as not having it
-        if not isinstance(item, str | int | float | bool):
-            return Invalid(f"run.secondary_scopes[{key!r}] must be a single scalar value")
-        if isinstance(item, str) and (len(item) > MAX_ID_LENGTH or unencodable_reason(item)):
-            return Invalid(f"run.secondary_scopes[{key!r}] is not a valid value")
+        items = item if lists and isinstance(item, list) else [item]
+        if lists and isinstance(item, list) and not 0 < len(item) <= 100:
+            return Invalid(f"{prefix}.secondary_scopes[{key!r}] must list 1 to 100 values")
+        problem = next((p for p in map(_scalar_problem, items) if p), None)
+        if problem:
+            return Invalid(f"{prefix}.secondary_scopes[{key!r}] {problem}")
         scopes[key] = item
     return scopes
 
@@ -146,6 +160,31 @@ def parse_run(payload: Any) -> RunContext | Invalid:
     if isinstance(secondary, Invalid):
         return secondary
     return RunContext(secondary_scopes=secondary, **fields)
+
+
+def parse_request_scope(payload: Any) -> RequestScope | Invalid:
+    """The scope of a context request: agent, user, company, tenant scope, audience."""
+    if not isinstance(payload, dict):
+        return Invalid("request must be an object with agent_id")
+    fields: dict[str, Any] = {}
+    for key, required in (("agent_id", True), ("user_id", False), ("company_id", False),
+                          ("primary_scope_entity", False), ("primary_scope_record_id", False)):
+        parsed = _identifier(payload, key, required=required, prefix="request")
+        if isinstance(parsed, Invalid):
+            return parsed
+        if parsed is not None:
+            fields[key] = parsed
+    if ("primary_scope_entity" in fields) != ("primary_scope_record_id" in fields):
+        return Invalid("request.primary_scope_entity and primary_scope_record_id go together")
+    secondary = _secondary_scopes(payload.get("secondary_scopes"), prefix="request", lists=True)
+    if isinstance(secondary, Invalid):
+        return secondary
+    shared_only = payload.get("shared_only", False)
+    if not isinstance(shared_only, bool):
+        return Invalid("request.shared_only must be true or false")
+    # An audience (several people reading the same output) means shared notes only.
+    shared_only = shared_only or bool(payload.get("audience"))
+    return RequestScope(secondary_scopes=secondary, shared_only=shared_only, **fields)
 
 
 def parse_seq(value: Any) -> int | Invalid:

@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass
 
 from db.connector import Database, get_database
+from worker.context import ContextDeps
 from worker.embeddings import Embedder, get_embedder
 from worker.settings import Settings, get_settings
 from worker.write_path import Clock, WriteDeps, utc_now
@@ -35,14 +36,21 @@ class Runtime:
             return self.embedder_override
         return get_embedder(self.settings)
 
-    def write_deps(self) -> WriteDeps:
+    def _embedder_or_none(self) -> Embedder | None:
         try:
-            embedder: Embedder | None = self.embedder
+            return self.embedder
         except Exception:
-            # Fail open: without vectors the write path still stores the fact.
-            log.exception("embedder unavailable; writing without embeddings")
-            embedder = None
-        return WriteDeps(db=self.db, settings=self.settings, embedder=embedder, clock=self.clock)
+            # Fail open: writes are stored without vectors, reads fall back to Recent.
+            log.exception("embedder unavailable; continuing without embeddings")
+            return None
+
+    def write_deps(self) -> WriteDeps:
+        return WriteDeps(db=self.db, settings=self.settings, embedder=self._embedder_or_none(),
+                         clock=self.clock)
+
+    def context_deps(self) -> ContextDeps:
+        return ContextDeps(db=self.db, settings=self.settings,
+                           embedder=self._embedder_or_none(), clock=self.clock)
 
 
 _runtime: Runtime | None = None

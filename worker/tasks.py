@@ -9,8 +9,11 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 
 from db.enums import Disposition
+from db.scope import ScopeError
 from worker.agents import AgentConfigError, configure_agent
 from worker.celery_app import MemoryTask, app
+from worker.context import build_context
+from worker.payloads import Invalid, parse_request_scope
 from worker.runtime import get_runtime
 from worker.write_path import (
     WaitForSequence,
@@ -83,3 +86,24 @@ def memory_agent_configure(self: MemoryTask, agent_id: Any, config: Any) -> dict
     except AgentConfigError as exc:
         return {"ok": False, "agent_id": agent_id, "error": str(exc)}
     return {"ok": True, "agent_id": result.agent_id, "config": result.as_dict()}
+
+
+# The result is the memory itself: keep it out of worker logs and task events (Flower).
+@app.task(name="memory.context", bind=True, resultrepr_maxsize=1)
+def memory_context(self: MemoryTask, request: Any = None) -> dict[str, Any]:
+    """Build the memory context for a run: `{"ok": true, "rendered": ..., "notes": [...]}`."""
+    parsed = parse_request_scope(request)
+    if isinstance(parsed, Invalid):
+        return {"ok": False, "error": parsed.reason}
+    input_text = request.get("input_text") if isinstance(request, dict) else None
+    if input_text is not None and not isinstance(input_text, str):
+        return {"ok": False, "error": "request.input_text must be a string"}
+    include_policy = request.get("include_policy", True)
+    run_id = request.get("run_id")
+    try:
+        context = build_context(get_runtime().context_deps(), parsed, input_text,
+                                include_policy=include_policy is not False,
+                                run_id=run_id if isinstance(run_id, str) else None)
+    except ScopeError as exc:
+        return {"ok": False, "error": str(exc)}
+    return {"ok": True, **context.as_dict()}

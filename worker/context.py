@@ -1,0 +1,198 @@
+"""`build_memory_context`: what agent A should remember for user U at run start.
+
+One configuration read, one scoped query for notes (and one for examples when the agent
+injects them), then rendering. Access statistics and the retrieval trace step are handed to a
+background recorder that batches them into one transaction every few hundred milliseconds, so
+the read never waits for a write.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from db import queries
+from db.connector import Database
+from db.queries import retrieval as q
+from db.scope import RequestScope, ScopeConfig
+from worker.agents import AgentConfig, load_agent_config
+from worker.embeddings import Embedder
+from worker.rendering import render_memory_context
+from worker.rerankers import load_reranker
+from worker.retrieval import select_notes
+from worker.settings import Settings
+from worker.write_path import Clock, utc_now
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MemoryContext:
+    rendered: str
+    notes: list[q.NoteCandidate]
+    examples: list[q.ExampleCandidate]
+    strategy: str
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rendered": self.rendered,
+            "strategy": self.strategy,
+            "notes": [{
+                "id": str(n.id), "type": n.type, "note": n.note, "status": n.status,
+                "scope": {"agent_id": n.agent_id, "user_id": n.user_id,
+                          "company_id": n.company_id},
+                "created_at": n.created_at.isoformat(),
+                "expires_at": n.expires_at.isoformat() if n.expires_at else None,
+                "similarity": None if n.similarity is None else round(n.similarity, 4),
+            } for n in self.notes],
+            "examples": [{
+                "id": str(e.id), "input": e.input_text, "output": e.output_text,
+                "success_score": e.success_score,
+            } for e in self.examples],
+            "trace": self.trace,
+        }
+
+
+class BackgroundRecorder:
+    """Batches access-count bumps and retrieval trace steps off the read path."""
+
+    def __init__(self, db: Database, interval_s: float = 0.2) -> None:
+        self.db = db
+        self.interval_s = interval_s
+        self._hits: Counter[uuid.UUID] = Counter()
+        self._last_at: datetime | None = None
+        self._traces: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def record(self, note_ids: list[uuid.UUID], at: datetime,
+               trace: dict[str, Any] | None = None) -> None:
+        with self._lock:
+            self._hits.update(note_ids)
+            self._last_at = at if self._last_at is None else max(self._last_at, at)
+            if trace is not None:
+                self._traces.append(trace)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="memory-access-recorder",
+                                                daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self.interval_s)
+            self._wake.clear()
+            try:
+                self.flush()
+            except Exception:
+                log.warning("could not record access statistics", exc_info=True)
+
+    def flush(self) -> None:
+        with self._lock:
+            hits, self._hits = self._hits, Counter()
+            traces, self._traces = self._traces, []
+            at, self._last_at = self._last_at, None
+        if not hits and not traces:
+            return
+        with self.db.transaction() as conn:
+            if hits and at is not None:
+                q.bump_access(conn, dict(hits), at)
+            for trace in traces:
+                queries.insert_trace(conn, **trace)
+
+
+_recorders: dict[tuple[int, str], BackgroundRecorder] = {}
+_recorders_lock = threading.Lock()
+
+
+def recorder_for(db: Database) -> BackgroundRecorder:
+    import os
+
+    key = (os.getpid(), db.url)
+    with _recorders_lock:
+        recorder = _recorders.get(key)
+        if recorder is None:
+            recorder = _recorders[key] = BackgroundRecorder(db)
+        return recorder
+
+
+@atexit.register
+def _flush_recorders() -> None:
+    for recorder in list(_recorders.values()):
+        with contextlib.suppress(Exception):
+            recorder.flush()
+
+
+@dataclass
+class ContextDeps:
+    db: Database
+    settings: Settings
+    embedder: Embedder | None
+    clock: Clock = utc_now
+
+
+def _embed_query(deps: ContextDeps, text: str | None, trace: dict[str, Any]) -> Any:
+    if not text or not text.strip() or deps.embedder is None:
+        return None
+    started = time.perf_counter()
+    try:
+        [vector] = deps.embedder.embed([text.strip()[: deps.settings.max_note_length * 4]])
+    except Exception as exc:
+        trace["embedding_error"] = type(exc).__name__
+        return None
+    trace["embedding_ms"] = round((time.perf_counter() - started) * 1000, 3)
+    return vector
+
+
+def build_context(deps: ContextDeps, request: RequestScope, input_text: str | None = None, *,
+                  include_policy: bool = True, run_id: str | None = None,
+                  record_access: bool = True) -> MemoryContext:
+    """Raises ScopeError when the agent's scope configuration is not satisfied."""
+    now = deps.clock()
+    trace: dict[str, Any] = {}
+    with deps.db.connect() as conn:
+        agent: AgentConfig = load_agent_config(conn, request.agent_id)
+        config = ScopeConfig.parse(agent.scope_config)
+        request.validated(config)
+        wants_vector = (agent.inject_notes and agent.note_injection_strategy == "Relevant") or (
+            agent.inject_examples and agent.example_injection_strategy == "Semantic")
+        query = _embed_query(deps, input_text, trace) if wants_vector else None
+        model = deps.embedder.model_name if deps.embedder is not None else None
+        notes: list[q.NoteCandidate] = []
+        strategy = agent.note_injection_strategy
+        if agent.inject_notes:
+            selection = select_notes(
+                conn, request, config, strategy=agent.note_injection_strategy,
+                limit=agent.max_notes_to_inject, now=now, input_text=input_text, query=query,
+                embedding_model=model, min_similarity=deps.settings.relevant_min_similarity,
+                reranker=load_reranker(agent.reranker_config),
+            )
+            notes, strategy = selection.notes, selection.strategy
+            trace.update(selection.trace)
+        examples: list[q.ExampleCandidate] = []
+        if agent.inject_examples and agent.max_examples_to_inject > 0:
+            examples = q.examples(conn, request, config,
+                                  strategy=agent.example_injection_strategy,
+                                  limit=agent.max_examples_to_inject, query=query,
+                                  embedding_model=model)
+        conn.rollback()
+    rendered = render_memory_context(notes, examples, include_policy=include_policy)
+    trace.update(notes=len(notes), examples=len(examples),
+                 provisional=sum(n.status == "Provisional" for n in notes))
+    if record_access:
+        recorder_for(deps.db).record(
+            [n.id for n in notes], now,
+            trace={"event": "memory_retrieve", "now": now, "run_id": run_id,
+                   "agent_id": request.agent_id, "detail": dict(trace)},
+        )
+    return MemoryContext(rendered, notes, examples, strategy, trace)
+

@@ -1,0 +1,89 @@
+"""Choosing the notes and examples to inject: strategies, reranking, provisional slots.
+
+Provisional notes are the newest signal, so they are never starved by older Active notes:
+up to half of `max_notes_to_inject` (rounded up, at least one) is reserved for the best
+Provisional candidates; the remaining slots go to the best of everything else, in the
+strategy's order. Provisional notes still have to qualify (for `Relevant`, the minimum
+similarity) — reserving a slot never lets an irrelevant note in.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection
+
+from db.enums import InjectionStrategy, NoteStatus
+from db.queries import retrieval as q
+from db.scope import RequestScope, ScopeConfig
+from worker.rerankers import RerankerSpec
+
+
+@dataclass
+class NoteSelection:
+    notes: list[q.NoteCandidate]
+    strategy: str
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+def reserved_provisional_slots(limit: int) -> int:
+    return 0 if limit <= 0 else max(1, math.ceil(limit / 2))
+
+
+def fill_slots(ordered: list[q.NoteCandidate], limit: int) -> list[q.NoteCandidate]:
+    """Take up to the reserved share of Provisional notes first, then the best of the rest."""
+    provisional = [c for c in ordered if c.status == NoteStatus.PROVISIONAL]
+    reserved = provisional[:min(len(provisional), reserved_provisional_slots(limit))]
+    taken = {c.id for c in reserved}
+    rest = [c for c in ordered if c.id not in taken]
+    return reserved + rest[:max(0, limit - len(reserved))]
+
+
+def _rerank(candidates: list[q.NoteCandidate], input_text: str, reranker: RerankerSpec,
+            trace: dict[str, Any]) -> list[q.NoteCandidate]:
+    try:
+        scores = [float(s) for s in reranker.score(input_text, [c.note for c in candidates])]
+        if len(scores) != len(candidates):
+            raise ValueError(f"returned {len(scores)} scores for {len(candidates)} texts")
+    except Exception as exc:  # fall back to vector order; the trace says why
+        trace["reranker_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        return candidates
+    ranked = sorted(zip(candidates, scores, strict=True), key=lambda pair: -pair[1])
+    if reranker.min_relevance is not None:
+        trace["reranker_dropped"] = sum(1 for _, s in ranked if s < reranker.min_relevance)
+        ranked = [(c, s) for c, s in ranked if s >= reranker.min_relevance]
+    trace["reranker"] = reranker.name
+    return [c for c, _ in ranked]
+
+
+def select_notes(conn: Connection, request: RequestScope, config: ScopeConfig, *,
+                 strategy: str, limit: int, now: datetime, input_text: str | None,
+                 query: np.ndarray | None, embedding_model: str | None,
+                 min_similarity: float, reranker: RerankerSpec | None) -> NoteSelection:
+    trace: dict[str, Any] = {"requested_strategy": strategy}
+    if limit <= 0:
+        return NoteSelection([], strategy, trace)
+    if strategy == InjectionStrategy.RELEVANT and (query is None or embedding_model is None):
+        trace["fallback"] = "no input embedding; used Recent"
+        strategy = InjectionStrategy.RECENT
+    if strategy == InjectionStrategy.RELEVANT:
+        assert query is not None and embedding_model is not None
+        per_status = limit * (reranker.multiplier if reranker else 1)
+        candidates = q.relevant_notes(conn, request, config, query=query,
+                                      embedding_model=embedding_model,
+                                      min_similarity=min_similarity, per_status=per_status,
+                                      now=now)
+        if reranker is not None and input_text:
+            candidates = _rerank(candidates, input_text, reranker, trace)
+    elif strategy == InjectionStrategy.ALL:
+        candidates = q.all_notes(conn, request, config, per_status=limit, now=now)
+    else:
+        candidates = q.recent_notes(conn, request, config, per_status=limit, now=now)
+    trace["candidates"] = len(candidates)
+    chosen = fill_slots(candidates, limit)
+    trace["selected"] = len(chosen)
+    return NoteSelection(chosen, str(strategy), trace)
