@@ -37,14 +37,27 @@ class RerankerSpec:
 
 
 _TOKEN = re.compile(r"\w+")
+_STOPWORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "has",
+    "have", "how", "i", "in", "is", "it", "its", "me", "my", "need", "needs", "of", "on", "or",
+    "our", "should", "that", "the", "their", "them", "they", "this", "to", "was", "we", "what",
+    "when", "where", "which", "who", "why", "will", "with", "you", "your", "user", "users",
+})
+
+
+def _content_words(text: str) -> set[str]:
+    words = (w.removesuffix("s") if len(w) > 3 else w
+             for w in _TOKEN.findall(normalize_text(text)))
+    return {w for w in words if w not in _STOPWORDS}
 
 
 def lexical_scores(query: str, texts: list[str]) -> list[float]:
-    """Deterministic and offline: the share of the query's words each text contains."""
-    wanted = set(_TOKEN.findall(normalize_text(query)))
+    """Deterministic and offline: the share of the query's content words each text contains
+    (case-folded, stop words dropped, a plural "s" ignored)."""
+    wanted = _content_words(query)
     if not wanted:
         return [0.0 for _ in texts]
-    return [len(wanted & set(_TOKEN.findall(normalize_text(t)))) / len(wanted) for t in texts]
+    return [len(wanted & _content_words(t)) / len(wanted) for t in texts]
 
 
 def _import(path: str) -> ScoreFunction:
