@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -126,3 +128,33 @@ class WorkerProcess:
             self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.kill()
+
+
+class TaskEvents:
+    """Collects the Celery events (what Flower shows) published while the block runs."""
+
+    def __init__(self, app: Any, seconds: float = 20.0) -> None:
+        self.app = app
+        self.seconds = seconds
+        self.events: list[dict[str, Any]] = []
+        self._ready = threading.Event()
+
+    def _capture(self) -> None:
+        with self.app.connection_for_read() as connection:
+            receiver = self.app.events.Receiver(connection, handlers={"*": self.events.append})
+            self._ready.set()
+            with contextlib.suppress(Exception):
+                receiver.capture(limit=None, timeout=self.seconds, wakeup=True)
+
+    def __enter__(self) -> TaskEvents:
+        threading.Thread(target=self._capture, daemon=True).start()
+        self._ready.wait(10)
+        time.sleep(0.5)  # the receiver's queue is bound once capture() starts consuming
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+    def wait_for(self, kind: str, count: int = 1, timeout: float = 20.0) -> None:
+        wait_until(lambda: sum(e.get("type") == kind for e in self.events) >= count,
+                   timeout=timeout)

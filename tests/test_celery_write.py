@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 
 import pytest
 
-from tests.helpers import notes, rows, run_context, wait_until
+from tests.helpers import TaskEvents, notes, rows, run_context, wait_until
 from worker.client import enqueue_memory_writes, reserve_sequence_numbers
 from worker.settings import PROJECT_ROOT
 
@@ -253,25 +251,13 @@ def test_no_note_text_reaches_events_results_or_inspect(services):
     from worker.celery_app import app
 
     secret = "User's secret passphrase is tangerine-helicopter-42."
-    events: list[dict] = []
-    ready = threading.Event()
-
-    def capture() -> None:
-        with app.connection_for_read() as connection:
-            receiver = app.events.Receiver(connection, handlers={"*": events.append})
-            ready.set()
-            with contextlib.suppress(Exception):
-                receiver.capture(limit=None, timeout=20, wakeup=True)
-
-    thread = threading.Thread(target=capture, daemon=True)
-    thread.start()
-    ready.wait(10)
-    time.sleep(0.5)
-    enqueued = enqueue_memory_writes(run_context("mask-1"),
-                                     [{"note": secret, "type": "Context"},
-                                      {"note": secret + " Again.", "type": "Context"}])
-    results = enqueued.results(timeout=30)
-    wait_until(lambda: sum(e.get("type") == "task-succeeded" for e in events) >= 2, timeout=20)
+    with TaskEvents(app) as captured:
+        enqueued = enqueue_memory_writes(run_context("mask-1"),
+                                         [{"note": secret, "type": "Context"},
+                                          {"note": secret + " Again.", "type": "Context"}])
+        results = enqueued.results(timeout=30)
+        captured.wait_for("task-succeeded", count=2)
+    events = captured.events
     kinds = {e.get("type") for e in events}
     assert {"task-sent", "task-received", "task-succeeded"} <= kinds
     received = [e for e in events if e.get("type") == "task-received"]
