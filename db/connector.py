@@ -40,9 +40,14 @@ def make_engine(url: str, *, pool_size: int = 4, application_name: str = "memory
         sqlalchemy_url(url),
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
+        # No pre-ping: it costs a round trip per checkout on the read path. A connection found
+        # dead is invalidated by SQLAlchemy; the write path retries transient errors and the
+        # read path retries once on an invalidated connection.
+        pool_pre_ping=False,
         pool_recycle=1800,
-        connect_args={"application_name": application_name},
+        # Prepare every statement on first use: the read path's plans are then reused instead
+        # of re-planned per call (they are exact under generic plans; see db/queries/retrieval.py).
+        connect_args={"application_name": application_name, "prepare_threshold": 1},
     )
 
     @event.listens_for(engine, "connect")
@@ -85,6 +90,12 @@ class Database:
     def connect(self) -> Iterator[Connection]:
         with self.engine.connect() as conn:
             yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """Autocommit, for read-only work: no BEGIN/ROLLBACK round trips around the reads."""
+        with self.engine.connect() as conn:
+            yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
     def dispose(self, *, close: bool = True) -> None:
         """Drop the pool. close=False in a forked child: the sockets belong to the parent."""

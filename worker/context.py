@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import exc as sa_exc
+
 from db import queries
 from db.connector import Database
 from db.queries import retrieval as q
@@ -157,9 +159,23 @@ def build_context(deps: ContextDeps, request: RequestScope, input_text: str | No
                   include_policy: bool = True, run_id: str | None = None,
                   record_access: bool = True) -> MemoryContext:
     """Raises ScopeError when the agent's scope configuration is not satisfied."""
+    try:
+        return _build_context(deps, request, input_text, include_policy=include_policy,
+                              run_id=run_id, record_access=record_access)
+    except sa_exc.DBAPIError as exc:
+        if not exc.connection_invalidated:
+            raise
+        # A pooled connection had died (database restart): the pool is refreshed; try once more.
+        return _build_context(deps, request, input_text, include_policy=include_policy,
+                              run_id=run_id, record_access=record_access)
+
+
+def _build_context(deps: ContextDeps, request: RequestScope, input_text: str | None, *,
+                   include_policy: bool, run_id: str | None,
+                   record_access: bool) -> MemoryContext:
     now = deps.clock()
     trace: dict[str, Any] = {}
-    with deps.db.connect() as conn:
+    with deps.db.read() as conn:
         agent: AgentConfig = load_agent_config(conn, request.agent_id)
         config = ScopeConfig.parse(agent.scope_config)
         request.validated(config)
@@ -184,7 +200,6 @@ def build_context(deps: ContextDeps, request: RequestScope, input_text: str | No
                                   strategy=agent.example_injection_strategy,
                                   limit=agent.max_examples_to_inject, query=query,
                                   embedding_model=model)
-        conn.rollback()
     rendered = render_memory_context(notes, examples, include_policy=include_policy)
     trace.update(notes=len(notes), examples=len(examples),
                  provisional=sum(n.status == "Provisional" for n in notes))
