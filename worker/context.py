@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import os
 import threading
 import time
 import uuid
@@ -117,8 +118,6 @@ _recorders_lock = threading.Lock()
 
 
 def recorder_for(db: Database) -> BackgroundRecorder:
-    import os
-
     key = (os.getpid(), db.url)
     with _recorders_lock:
         recorder = _recorders.get(key)
