@@ -65,6 +65,9 @@ class MemoryContext:
         }
 
 
+MAX_PENDING_TRACES = 10_000
+
+
 class BackgroundRecorder:
     """Batches access-count bumps and retrieval trace steps off the read path."""
 
@@ -75,6 +78,7 @@ class BackgroundRecorder:
         self._last_at: datetime | None = None
         self._traces: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()  # one flush at a time per process
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -85,6 +89,8 @@ class BackgroundRecorder:
             self._last_at = at if self._last_at is None else max(self._last_at, at)
             if trace is not None:
                 self._traces.append(trace)
+                if len(self._traces) > MAX_PENDING_TRACES:  # the database has been away long
+                    del self._traces[: len(self._traces) - MAX_PENDING_TRACES]
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="memory-access-recorder",
                                                 daemon=True)
@@ -100,17 +106,27 @@ class BackgroundRecorder:
                 log.warning("could not record access statistics", exc_info=True)
 
     def flush(self) -> None:
-        with self._lock:
-            hits, self._hits = self._hits, Counter()
-            traces, self._traces = self._traces, []
-            at, self._last_at = self._last_at, None
-        if not hits and not traces:
-            return
-        with self.db.transaction() as conn:
-            if hits and at is not None:
-                q.bump_access(conn, dict(hits), at)
-            for trace in traces:
-                queries.insert_trace(conn, **trace)
+        """Write what is pending; on failure keep it for the next flush (nothing is lost)."""
+        with self._flush_lock:
+            with self._lock:
+                hits, self._hits = self._hits, Counter()
+                traces, self._traces = self._traces, []
+                at, self._last_at = self._last_at, None
+            if not hits and not traces:
+                return
+            try:
+                with self.db.transaction() as conn:
+                    if hits and at is not None:
+                        q.bump_access(conn, dict(hits), at)
+                    for trace in traces:
+                        queries.insert_trace(conn, **trace)
+            except Exception:
+                with self._lock:
+                    self._hits.update(hits)
+                    self._traces[:0] = traces
+                    if at is not None:
+                        self._last_at = at if self._last_at is None else max(self._last_at, at)
+                raise
 
 
 _recorders: dict[tuple[int, str], BackgroundRecorder] = {}
@@ -126,11 +142,16 @@ def recorder_for(db: Database) -> BackgroundRecorder:
         return recorder
 
 
-@atexit.register
-def _flush_recorders() -> None:
+def flush_all_recorders() -> None:
+    """Write every pending access bump and trace step of this process now."""
     for recorder in list(_recorders.values()):
-        with contextlib.suppress(Exception):
-            recorder.flush()
+        recorder.flush()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    with contextlib.suppress(Exception):
+        flush_all_recorders()
 
 
 @dataclass

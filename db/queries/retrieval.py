@@ -182,12 +182,13 @@ _BUMP_ACCESS = text("""
 UPDATE notes AS n
 SET access_count = n.access_count + c.hits,
     last_accessed_at = greatest(n.last_accessed_at, CAST(:at AS timestamptz))
-FROM (SELECT unnest(CAST(:ids AS uuid[])) AS id, unnest(CAST(:hits AS integer[])) AS hits) AS c
+FROM (SELECT id, hits FROM unnest(CAST(:ids AS uuid[]), CAST(:hits AS integer[])) AS u(id, hits)
+      ORDER BY id) AS c
 WHERE n.id = c.id
 """)
 
 
 def bump_access(conn: Connection, hits: dict[uuid.UUID, int], at: datetime) -> None:
     if hits:
-        ids = list(hits)
+        ids = sorted(hits)  # a stable order keeps concurrent flushes from deadlocking
         conn.execute(_BUMP_ACCESS, {"ids": ids, "hits": [hits[i] for i in ids], "at": at})
