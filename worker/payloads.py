@@ -140,22 +140,39 @@ def _secondary_scopes(value: Any, *, prefix: str = "run", lists: bool = False
     return scopes
 
 
-def parse_run(payload: Any) -> RunContext | Invalid:
-    if not isinstance(payload, dict):
-        return Invalid("run must be an object with run_id and agent_id")
+RUN_IDENTIFIERS = (
+    ("run_id", True), ("agent_id", True), ("user_id", False), ("company_id", False),
+    ("conversation_id", False), ("conversation_detail_id", False),
+    ("primary_scope_entity", False), ("primary_scope_record_id", False), ("source", False),
+)
+REQUEST_IDENTIFIERS = (
+    ("agent_id", True), ("user_id", False), ("company_id", False),
+    ("primary_scope_entity", False), ("primary_scope_record_id", False),
+)
+
+
+def _scope_fields(payload: dict[str, Any], prefix: str,
+                  keys: tuple[tuple[str, bool], ...]) -> dict[str, Any] | Invalid:
+    """The identifier fields of a run or request; the primary scope's two halves together."""
     fields: dict[str, Any] = {}
-    for key, required in (
-        ("run_id", True), ("agent_id", True), ("user_id", False), ("company_id", False),
-        ("conversation_id", False), ("conversation_detail_id", False),
-        ("primary_scope_entity", False), ("primary_scope_record_id", False), ("source", False),
-    ):
-        parsed = _identifier(payload, key, required=required)
+    for key, required in keys:
+        parsed = _identifier(payload, key, required=required, prefix=prefix)
         if isinstance(parsed, Invalid):
             return parsed
         if parsed is not None:
             fields[key] = parsed
     if ("primary_scope_entity" in fields) != ("primary_scope_record_id" in fields):
-        return Invalid("run.primary_scope_entity and run.primary_scope_record_id go together")
+        return Invalid(f"{prefix}.primary_scope_entity and {prefix}.primary_scope_record_id "
+                       "go together")
+    return fields
+
+
+def parse_run(payload: Any) -> RunContext | Invalid:
+    if not isinstance(payload, dict):
+        return Invalid("run must be an object with run_id and agent_id")
+    fields = _scope_fields(payload, "run", RUN_IDENTIFIERS)
+    if isinstance(fields, Invalid):
+        return fields
     secondary = _secondary_scopes(payload.get("secondary_scopes"))
     if isinstance(secondary, Invalid):
         return secondary
@@ -166,16 +183,9 @@ def parse_request_scope(payload: Any) -> RequestScope | Invalid:
     """The scope of a context request: agent, user, company, tenant scope, audience."""
     if not isinstance(payload, dict):
         return Invalid("request must be an object with agent_id")
-    fields: dict[str, Any] = {}
-    for key, required in (("agent_id", True), ("user_id", False), ("company_id", False),
-                          ("primary_scope_entity", False), ("primary_scope_record_id", False)):
-        parsed = _identifier(payload, key, required=required, prefix="request")
-        if isinstance(parsed, Invalid):
-            return parsed
-        if parsed is not None:
-            fields[key] = parsed
-    if ("primary_scope_entity" in fields) != ("primary_scope_record_id" in fields):
-        return Invalid("request.primary_scope_entity and primary_scope_record_id go together")
+    fields = _scope_fields(payload, "request", REQUEST_IDENTIFIERS)
+    if isinstance(fields, Invalid):
+        return fields
     secondary = _secondary_scopes(payload.get("secondary_scopes"), prefix="request", lists=True)
     if isinstance(secondary, Invalid):
         return secondary
