@@ -75,8 +75,8 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
     return outcome.as_dict()
 
 
-@app.task(name="memory.agent.configure", bind=True, acks_late=True)
-def memory_agent_configure(self: MemoryTask, agent_id: Any, config: Any) -> dict[str, Any]:
+@app.task(name="memory.agent.configure", acks_late=True)
+def memory_agent_configure(agent_id: Any, config: Any) -> dict[str, Any]:
     """Set (part of) an agent's memory configuration; returns the full configuration."""
     if not isinstance(agent_id, str) or not 0 < len(agent_id.strip()) <= 200:
         return {"ok": False, "error": "agent_id must be a non-empty string of at most 200 chars"}
@@ -89,8 +89,8 @@ def memory_agent_configure(self: MemoryTask, agent_id: Any, config: Any) -> dict
 
 
 # The result is the memory itself: keep it out of worker logs and task events (Flower).
-@app.task(name="memory.context", bind=True, resultrepr_maxsize=1)
-def memory_context(self: MemoryTask, request: Any = None) -> dict[str, Any]:
+@app.task(name="memory.context", resultrepr_maxsize=1)
+def memory_context(request: Any = None) -> dict[str, Any]:
     """Build the memory context for a run: `{"ok": true, "rendered": ..., "notes": [...]}`."""
     parsed = parse_request_scope(request)
     if isinstance(parsed, Invalid):

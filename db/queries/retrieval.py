@@ -72,8 +72,7 @@ class ExampleCandidate:
     similarity: float | None = None
 
 
-def _visible_rows(table: str, request: RequestScope, levels: list[tuple[bool, bool, bool]],
-                  *, expiring: bool) -> str:
+def _visible_rows(table: str, levels: list[tuple[bool, bool, bool]], *, expiring: bool) -> str:
     """UNION ALL of one index range per lattice level: unexpired injectable rows."""
     alive = " AND (n.expires_at IS NULL OR n.expires_at > :now)" if expiring else ""
     return "\nUNION ALL\n".join(
@@ -88,7 +87,7 @@ def _scoped(table: str, request: RequestScope, config: ScopeConfig, *,
     if table == "examples":  # examples are always agent-scoped: 4 levels, agent required
         levels = [level for level in levels if level[0]]
     predicate, params = visibility_sql(request, config)
-    rows = _visible_rows(table, request, levels, expiring=expiring)
+    rows = _visible_rows(table, levels, expiring=expiring)
     return (f"visible AS MATERIALIZED ({rows}),\n"
             f"scoped AS (SELECT n.* FROM visible n WHERE {predicate})"), params
 
