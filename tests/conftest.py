@@ -1,8 +1,8 @@
 """Test stack: a real Postgres with pgvector, a real Redis, real Celery workers.
 
-With TEST_DATABASE_URL / TEST_REDIS_URL unset, the embedded stack is started (PostgreSQL 18 +
-pgvector under .memory-data/test, a throw-away redis-server). Each test starts from empty
-tables and an empty Redis.
+With TEST_DATABASE_ADMIN_URL / TEST_REDIS_URL unset, the embedded stack is started (PostgreSQL
+18 + pgvector under .memory-data/test, or MEMORY_TEST_PG_DIR, and a throw-away redis-server).
+Each test starts from empty tables and an empty Redis.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def services() -> Iterator[Services]:
     started: list[EmbeddedPostgres | EmbeddedRedis] = []
     admin_url = os.environ.get("TEST_DATABASE_ADMIN_URL")
     if not admin_url:
-        pg = EmbeddedPostgres(PROJECT_ROOT / ".memory-data" / "test" / "pg")
+        pg_dir = os.environ.get("MEMORY_TEST_PG_DIR")
+        pg = EmbeddedPostgres(Path(pg_dir) if pg_dir else PROJECT_ROOT / ".memory-data" / "test" / "pg")
         pg.start()
         started.append(pg)
         admin_url = pg.admin_url()
