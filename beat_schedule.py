@@ -1,10 +1,29 @@
-"""Celery beat schedule. The Memory Manager cycle arrives with its own issue; until then the
-schedule is empty and beat only proves the wiring."""
+"""Celery beat schedule: the Memory Manager cycle every 15 minutes (UTC), on the manager queue.
+
+`expires` is shorter than the period: a tick that waited behind a long cycle is dropped
+rather than run late, back to back with the next one (single-flight would skip it anyway,
+but it would still occupy the queue).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from celery.schedules import crontab
+
+CYCLE_TASK = "memory.manager.cycle"
+CYCLE_PERIOD_S = 15 * 60
+
 
 def beat_schedule(settings: Any) -> dict[str, dict[str, Any]]:
-    return {}
+    return {
+        "memory-manager-cycle": {
+            "task": CYCLE_TASK,
+            "schedule": crontab(minute="*/15"),
+            "options": {
+                "queue": settings.manager_queue,
+                "routing_key": settings.manager_queue,
+                "expires": settings.cycle_expires_s,
+            },
+        },
+    }

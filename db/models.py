@@ -45,6 +45,7 @@ from db.enums import (
     ProtectionTier,
     sql_in,
 )
+from db.queries.retrieval import VECTOR_INDEXED_SQL, VECTOR_OVERSIZE_SQL
 
 metadata = MetaData()
 
@@ -157,6 +158,12 @@ notes = Table(
     Column("consolidated_into_note_id", UUID(as_uuid=True), ForeignKey("notes.id")),
     Column("consolidation_count", Integer, nullable=False, server_default=text("0")),
     Column("superseded_by", UUID(as_uuid=True), ForeignKey("notes.id")),
+    Column("corrects_note_id", UUID(as_uuid=True), ForeignKey("notes.id")),
+    Column("review_flag", Text),
+    Column("retention", REAL, nullable=False, server_default=text("1")),
+    _ts("retention_at"),
+    Column("access_count_at_decay", Integer, nullable=False, server_default=text("0")),
+    _ts("hardened_at"),
     _ts("valid_from", default_now=True, nullable=False),
     _ts("valid_to"),
     _ts("created_at", default_now=True, nullable=False),
@@ -173,6 +180,7 @@ notes = Table(
     CheckConstraint("consolidation_count >= 0"),
     CheckConstraint("(embedding IS NULL) = (embedding_model IS NULL)"),
     CheckConstraint("valid_to IS NULL OR valid_to >= valid_from"),
+    CheckConstraint("retention BETWEEN 0 AND 1"),
 )
 Index(
     "notes_scope_content_idx",
@@ -192,6 +200,38 @@ Index(
     notes.c.company_id,
     notes.c.created_at.desc(),
     postgresql_where=text(INJECTABLE_SQL),
+)
+# Exact vector ranking by index-only scans; rows too large for a btree row go to the
+# oversize index (db/migrations/0004, db/queries/retrieval.py).
+Index(
+    "notes_vector_idx",
+    notes.c.agent_id,
+    notes.c.user_id,
+    notes.c.company_id,
+    notes.c.embedding_model,
+    postgresql_include=["status", "expires_at", "id", "embedding"],
+    postgresql_where=text(f"{INJECTABLE_SQL} AND {VECTOR_INDEXED_SQL}"),
+)
+Index(
+    "notes_vector_oversize_idx",
+    notes.c.agent_id,
+    notes.c.user_id,
+    notes.c.company_id,
+    notes.c.embedding_model,
+    postgresql_where=text(f"{INJECTABLE_SQL} AND {VECTOR_OVERSIZE_SQL}"),
+)
+Index(
+    "notes_hardening_idx",
+    notes.c.created_at,
+    notes.c.id,
+    postgresql_where=text(
+        f"status = '{NoteStatus.PROVISIONAL.value}' AND author_type = '{AuthorType.AGENT.value}'"
+    ),
+)
+Index(
+    "notes_corrects_idx",
+    notes.c.corrects_note_id,
+    postgresql_where=text("corrects_note_id IS NOT NULL"),
 )
 Index(
     "notes_source_run_idx",
@@ -276,8 +316,16 @@ conversations = Table(
     Column("agent_id", Text),
     *_scope_columns(),
     Column("agent_run_id", Text),
+    Column("context_digest", Text),
+    Column("extracted_through_seq", BigInteger, nullable=False, server_default=text("0")),
+    Column("last_message_seq", BigInteger, nullable=False, server_default=text("0")),
     _ts("created_at", default_now=True, nullable=False),
     _ts("updated_at", default_now=True, nullable=False),
+)
+Index(
+    "conversations_pending_idx",
+    conversations.c.last_message_seq,
+    postgresql_where=text("last_message_seq > extracted_through_seq"),
 )
 
 conversation_messages = Table(
@@ -306,6 +354,11 @@ Index(
     conversation_messages.c.created_at,
 )
 Index("conversation_messages_ingested_idx", conversation_messages.c.ingested_seq)
+Index(
+    "conversation_messages_seq_idx",
+    conversation_messages.c.conversation_id,
+    conversation_messages.c.ingested_seq,
+)
 
 examples = Table(
     "examples",
@@ -356,6 +409,51 @@ manager_cycles = Table(
     Column("counts", JSONB, nullable=False, server_default=_empty_object),
     Column("watermarks", JSONB, nullable=False, server_default=_empty_object),
     Column("error", Text),
+    Column("task_id", Text),
+    Column("model_calls", Integer, nullable=False, server_default=text("0")),
+    Column("model_tokens", Integer, nullable=False, server_default=text("0")),
     CheckConstraint(f"status IN ({sql_in(tuple(CycleStatus))})"),
 )
 Index("manager_cycles_started_idx", manager_cycles.c.started_at)
+Index(
+    "manager_cycles_maintenance_idx",
+    manager_cycles.c.started_at,
+    postgresql_where=text(f"maintenance AND status <> '{CycleStatus.SKIPPED.value}'"),
+)
+
+NOTE_EVENT_ACTIONS = (
+    "hardened", "deduplicated", "reinforced", "revoked", "flagged", "consolidated", "created",
+    "archived", "expired", "decayed", "scored", "pruned",
+)
+
+note_events = Table(
+    "note_events",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("note_id", UUID(as_uuid=True), ForeignKey("notes.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("action", Text, nullable=False),
+    Column("from_status", Text),
+    Column("to_status", Text),
+    Column("actor", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("related_note_ids", ARRAY(UUID(as_uuid=True)), nullable=False,
+           server_default=text("'{}'")),
+    Column("cycle_id", BigInteger),
+    Column("detail", JSONB, nullable=False, server_default=_empty_object),
+    _ts("created_at", default_now=True, nullable=False),
+    CheckConstraint(f"action IN ({sql_in(NOTE_EVENT_ACTIONS)})"),
+)
+Index("note_events_note_idx", note_events.c.note_id, note_events.c.id)
+
+judge_memo = Table(
+    "judge_memo",
+    metadata,
+    Column("kind", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("decision", Text, nullable=False),
+    Column("judge", Text, nullable=False),
+    _ts("created_at", default_now=True, nullable=False),
+    PrimaryKeyConstraint("kind", "key"),
+    CheckConstraint("kind IN ('pair', 'cluster')"),
+)

@@ -63,7 +63,8 @@ def services() -> Iterator[Services]:
     admin_url = os.environ.get("TEST_DATABASE_ADMIN_URL")
     if not admin_url:
         pg_dir = os.environ.get("MEMORY_TEST_PG_DIR")
-        pg = EmbeddedPostgres(Path(pg_dir) if pg_dir else PROJECT_ROOT / ".memory-data" / "test" / "pg")
+        default_dir = PROJECT_ROOT / ".memory-data" / "test" / "pg"
+        pg = EmbeddedPostgres(Path(pg_dir) if pg_dir else default_dir)
         pg.start()
         started.append(pg)
         admin_url = pg.admin_url()
@@ -120,8 +121,8 @@ def db(services: Services, settings):
     return get_database(services.database_url)
 
 
-TABLES = ("trace_events", "write_log", "runs", "notes", "agents", "conversation_messages",
-          "conversations", "examples", "manager_cycles")
+TABLES = ("trace_events", "write_log", "runs", "note_events", "judge_memo", "notes", "agents",
+          "conversation_messages", "conversations", "examples", "manager_cycles")
 
 
 @pytest.fixture(autouse=True)

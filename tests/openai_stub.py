@@ -1,7 +1,9 @@
 """A local OpenAI-compatible HTTP server: the only stand-in the tests use (for paid APIs).
 
 The real `openai` client talks to it over HTTP. Behaviour is set per test: answer normally,
-fail with a status code, or hang.
+fail with a status code, or hang. Chat completions answer with whatever `chat` returns for the
+request body (a string is sent as the message content verbatim, so tests can send malformed or
+hostile output).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -26,6 +29,7 @@ class OpenAIStub:
         self.fail_status: int | None = None
         self.delay_s = 0.0
         self.requests: list[dict[str, Any]] = []
+        self.chat: Callable[[dict[str, Any]], str] = lambda body: "{}"
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -49,6 +53,17 @@ class OpenAIStub:
                     self._send(200, {"object": "list", "data": data, "model": body.get("model"),
                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}})
                     return
+                if self.path.endswith("/chat/completions"):
+                    content = stub.chat(body)
+                    self._send(200, {
+                        "id": "chatcmpl-stub", "object": "chat.completion", "created": 0,
+                        "model": body.get("model"),
+                        "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                            "role": "assistant", "content": content}}],
+                        "usage": {"prompt_tokens": 50, "completion_tokens": 10,
+                                  "total_tokens": 60},
+                    })
+                    return
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
@@ -61,6 +76,9 @@ class OpenAIStub:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
 
     @property
     def base_url(self) -> str:

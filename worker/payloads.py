@@ -54,7 +54,7 @@ class RunContext:
             self.agent_id, self.user_id, self.company_id, self.primary_scope_entity,
             self.primary_scope_record_id, self.secondary_scopes, self.source,
         ]
-        return _digest(identity)
+        return stable_digest(identity)
 
 
 @dataclass(frozen=True)
@@ -66,14 +66,14 @@ class WriteRequest:
     scope_hint: Any = None
 
 
-def _digest(value: Any) -> str:
+def stable_digest(value: Any) -> str:
     encoded = json.dumps(value, sort_keys=True, ensure_ascii=True, default=repr)
     return hashlib.sha256(encoded.encode("ascii")).hexdigest()
 
 
 def payload_digest(run: Any, write: Any) -> str:
     """Fingerprint of one write message, to tell a redelivery from a reused sequence number."""
-    return _digest({"run": run, "write": write})
+    return stable_digest({"run": run, "write": write})
 
 
 def unencodable_reason(value: str) -> str | None:
@@ -87,7 +87,7 @@ def unencodable_reason(value: str) -> str | None:
     return None
 
 
-def _identifier(payload: dict[str, Any], key: str, *, required: bool,
+def parse_identifier(payload: dict[str, Any], key: str, *, required: bool,
                 prefix: str = "run") -> str | Invalid | None:
     value = payload.get(key)
     if value is None:
@@ -113,7 +113,7 @@ def _scalar_problem(item: Any) -> str | None:
     return None
 
 
-def _secondary_scopes(value: Any, *, prefix: str = "run", lists: bool = False
+def parse_secondary_scopes(value: Any, *, prefix: str = "run", lists: bool = False
                       ) -> dict[str, Any] | Invalid:
     """Tenant dimensions: name -> scalar (a note, a run) or name -> scalar or list (a request)."""
     if value is None:
@@ -151,12 +151,12 @@ REQUEST_IDENTIFIERS = (
 )
 
 
-def _scope_fields(payload: dict[str, Any], prefix: str,
+def parse_scope_fields(payload: dict[str, Any], prefix: str,
                   keys: tuple[tuple[str, bool], ...]) -> dict[str, Any] | Invalid:
     """The identifier fields of a run or request; the primary scope's two halves together."""
     fields: dict[str, Any] = {}
     for key, required in keys:
-        parsed = _identifier(payload, key, required=required, prefix=prefix)
+        parsed = parse_identifier(payload, key, required=required, prefix=prefix)
         if isinstance(parsed, Invalid):
             return parsed
         if parsed is not None:
@@ -170,10 +170,10 @@ def _scope_fields(payload: dict[str, Any], prefix: str,
 def parse_run(payload: Any) -> RunContext | Invalid:
     if not isinstance(payload, dict):
         return Invalid("run must be an object with run_id and agent_id")
-    fields = _scope_fields(payload, "run", RUN_IDENTIFIERS)
+    fields = parse_scope_fields(payload, "run", RUN_IDENTIFIERS)
     if isinstance(fields, Invalid):
         return fields
-    secondary = _secondary_scopes(payload.get("secondary_scopes"))
+    secondary = parse_secondary_scopes(payload.get("secondary_scopes"))
     if isinstance(secondary, Invalid):
         return secondary
     return RunContext(secondary_scopes=secondary, **fields)
@@ -183,10 +183,11 @@ def parse_request_scope(payload: Any) -> RequestScope | Invalid:
     """The scope of a context request: agent, user, company, tenant scope, audience."""
     if not isinstance(payload, dict):
         return Invalid("request must be an object with agent_id")
-    fields = _scope_fields(payload, "request", REQUEST_IDENTIFIERS)
+    fields = parse_scope_fields(payload, "request", REQUEST_IDENTIFIERS)
     if isinstance(fields, Invalid):
         return fields
-    secondary = _secondary_scopes(payload.get("secondary_scopes"), prefix="request", lists=True)
+    secondary = parse_secondary_scopes(payload.get("secondary_scopes"), prefix="request",
+                                       lists=True)
     if isinstance(secondary, Invalid):
         return secondary
     shared_only = payload.get("shared_only", False)

@@ -70,6 +70,25 @@ class Settings(BaseSettings):
     max_examples_to_inject: int = Field(default=3, ge=0)
 
     # --- Memory Manager (SPEC 7) -------------------------------------------------------
+    # Hardening judges a provisional note against the Active notes of its exact scope at or
+    # above this cosine (a correction can sit well below the write path's 0.85).
+    hardening_similarity: float = Field(default=0.60, gt=0, le=1)
+    hardening_candidates: int = Field(default=5, ge=1)
+    hardening_batch_size: int = Field(default=500, ge=1)
+    # What one cycle may spend on the model judge.
+    manager_model_calls_per_cycle: int = Field(default=200, ge=0)
+    manager_model_tokens_per_cycle: int = Field(default=200_000, ge=0)
+    # Malformed model answers are asked again this many times in all, then "no decision".
+    llm_max_attempts: int = Field(default=2, ge=1)
+    # A destructive model decision (duplicate, refinement, contradiction) below this
+    # confidence is treated as no decision.
+    llm_min_confidence: int = Field(default=80, ge=0, le=100)
+    extraction_conversations_per_cycle: int = Field(default=200, ge=1)
+    example_min_rating: int = Field(default=8, ge=1, le=10)
+    stale_reference_page_size: int = Field(default=400, ge=1)
+    maintenance_page_size: int = Field(default=2000, ge=1)
+    # A beat tick not started within this many seconds is dropped (the period is 900 s).
+    cycle_expires_s: int = Field(default=600, ge=1, lt=900)
     consolidation_similarity: float = Field(default=0.60, gt=0, le=1)
     consolidation_min_cluster: int = Field(default=3, ge=2)
     consolidation_max_cluster: int = Field(default=7, ge=2)
@@ -104,6 +123,10 @@ class Settings(BaseSettings):
     flower_port: int = 5555
     flower_basic_auth: str | None = None  # "user:password"
     worker_concurrency: int = Field(default=3, ge=1)
+    # Liveness heartbeat of this worker or beat process (worker/health.py). Unset:
+    # <data_dir>/health/<role>.heartbeat (role `beat` or `worker-<queues>`), so the processes
+    # sharing a data dir never share a file; a probe reads it without touching the broker.
+    heartbeat_file: Path | None = None
 
     def require_database_url(self) -> str:
         if not self.database_url:

@@ -13,6 +13,8 @@ from db.scope import ScopeError
 from worker.agents import AgentConfigError, configure_agent
 from worker.celery_app import MemoryTask, app
 from worker.context import build_context
+from worker.conversations import record_conversation
+from worker.manager.cycle import run_manager_cycle
 from worker.payloads import Invalid, parse_request_scope
 from worker.runtime import get_runtime
 from worker.write_path import (
@@ -107,3 +109,24 @@ def memory_context(request: Any = None) -> dict[str, Any]:
     except ScopeError as exc:
         return {"ok": False, "error": str(exc)}
     return {"ok": True, **context.as_dict()}
+
+
+@app.task(name="memory.conversation.record", acks_late=True)
+def memory_conversation_record(payload: Any = None) -> dict[str, Any]:
+    """Store a conversation's messages and ratings; a disposition per message."""
+    runtime = get_runtime()
+    return record_conversation(runtime.db, payload, runtime.clock())
+
+
+# Acknowledged on receipt, not after: a cycle that dies is not redelivered (the next beat
+# tick starts a fresh one, and single-flight keeps two from overlapping).
+@app.task(name="memory.manager.cycle", acks_late=False)
+def memory_manager_cycle(force: Any = False, maintenance: Any = False) -> dict[str, Any]:
+    """One Memory Manager cycle. `force`: an operator asked for it (recorded);
+    `maintenance`: run the maintenance phases whatever their trigger says."""
+    runtime = get_runtime()
+    report = run_manager_cycle(
+        runtime.db, runtime.settings, runtime._embedder_or_none(), now=runtime.clock(),
+        force=force is True, force_maintenance=maintenance is True,
+        task_id=memory_manager_cycle.request.id)
+    return report.as_dict()

@@ -120,11 +120,12 @@ INSERT INTO notes (id, agent_id, user_id, company_id, primary_scope_entity,
     primary_scope_record_id, secondary_scopes, type, note, content_hash, status, author_type,
     protection_tier, access_count, last_accessed_at, expires_at, embedding, embedding_model,
     source_conversation_id, source_conversation_detail_id, source_agent_run_id,
-    valid_from, created_at, updated_at)
+    confidence, corrects_note_id, hardened_at, retention_at, valid_from, created_at, updated_at)
 VALUES (:id, :scope_agent_id, :scope_user_id, :scope_company_id, :scope_entity,
     :scope_record_id, CAST(:scope_secondary AS jsonb), :type, :note, :content_hash, :status,
-    :author_type, :protection_tier, 1, :now, :expires_at, :embedding, :embedding_model,
-    :source_conversation_id, :source_conversation_detail_id, :source_agent_run_id,
+    :author_type, :protection_tier, :access_count, :last_accessed_at, :expires_at, :embedding,
+    :embedding_model, :source_conversation_id, :source_conversation_detail_id,
+    :source_agent_run_id, :confidence, :corrects_note_id, :hardened_at, :hardened_at,
     :now, :now, :now)
 """)
 
@@ -155,6 +156,12 @@ class NewNote:
     source_conversation_id: str | None
     source_conversation_detail_id: str | None
     source_agent_run_id: str | None
+    confidence: int | None = None
+    corrects_note_id: uuid.UUID | None = None
+    # An in-flight write counts as the note's first access; an extracted note starts unread.
+    first_access: bool = True
+    # Notes that enter the pool already vetted (extraction) start their decay clock now.
+    hardened: bool = False
 
 
 def insert_note(conn: Connection, note: NewNote, now: datetime) -> uuid.UUID:
@@ -174,6 +181,11 @@ def insert_note(conn: Connection, note: NewNote, now: datetime) -> uuid.UUID:
         "source_conversation_id": note.source_conversation_id,
         "source_conversation_detail_id": note.source_conversation_detail_id,
         "source_agent_run_id": note.source_agent_run_id,
+        "confidence": note.confidence,
+        "corrects_note_id": note.corrects_note_id,
+        "access_count": 1 if note.first_access else 0,
+        "last_accessed_at": now if note.first_access else None,
+        "hardened_at": now if note.hardened else None,
         "now": now,
     })
     return note_id

@@ -5,6 +5,23 @@ Every query scans the lattice levels the request may see (one exact index range 
 predicate (`db.scope.visibility_sql`). Vector ranking is an exact top-N over that scoped set:
 an approximate index is never scanned first and filtered after, so a selective scope can
 never starve the result, whatever plan (custom or generic) Postgres picks.
+
+`relevant_notes` ranks in two steps, because at 1M notes the cost was reading and copying
+whole rows (text, jsonb, the 1.5 kB vector) for every note a request may see — ~1,300 with
+shared notes — to keep five:
+
+1. rank: every visible-level row's similarity, computed from `notes_vector_idx`, a btree on
+   the lattice columns and the embedding model that also carries status, expiry, id and the
+   vector, read by index-only scans (no heap access, no text decoded);
+2. fetch: per status, walk that ranking best first and read the heap row only to apply the
+   full scope predicate (tenant record, secondary dimensions) and return it, until
+   `per_status` rows qualified. Typically that is exactly `per_status` heap reads.
+
+Step 1 is a superset of what the predicate admits (the lattice levels only), step 2 filters
+in rank order before the limit, so the result is the exact top-N of the scoped set. A btree
+row is capped at ~2.7 kB: rows whose vector and scope ids would not fit (large models,
+very long ids; see `VECTOR_ROW_BYTES_SQL`) are left to `notes_vector_oversize_idx` and ranked
+from the heap instead, so no row is ever unreachable and no insert can fail on index size.
 """
 
 from __future__ import annotations
@@ -12,12 +29,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
-from db.enums import INJECTABLE_SQL
+from db.enums import INJECTABLE_SQL, INJECTABLE_STATUSES
 from db.scope import (
     RequestScope,
     ScopeConfig,
@@ -31,6 +49,22 @@ NOTE_COLUMNS = (
     "id, type, note, status, author_type, protection_tier, agent_id, user_id, company_id, "
     "primary_scope_entity, primary_scope_record_id, secondary_scopes, created_at, expires_at"
 )
+# Bytes a note's row takes in `notes_vector_idx`, less fixed overhead: its key texts and its
+# vector (4 bytes a dimension). Rows up to VECTOR_INDEX_MAX_BYTES (384-dim MiniLM vectors
+# with ids of up to ~850 bytes) are in that index; btree rows are capped at 2,704 bytes
+# and the fixed part (tuple header, null bitmap, varlena headers, status, expiry, id,
+# alignment) is under 120. The rest are in `notes_vector_oversize_idx`. Both index predicates
+# and the queries use this exact text, so the planner can prove which index a branch may use,
+# under custom and generic plans. Declared in db/migrations/0004 and db/models.py.
+VECTOR_ROW_BYTES_SQL = (
+    "(octet_length(coalesce(agent_id, '')) + octet_length(coalesce(user_id, '')) + "
+    "octet_length(coalesce(company_id, '')) + octet_length(embedding_model) + "
+    "4 * vector_dims(embedding))"
+)
+VECTOR_INDEX_MAX_BYTES = 2400
+VECTOR_INDEXED_SQL = f"{VECTOR_ROW_BYTES_SQL} <= {VECTOR_INDEX_MAX_BYTES}"
+VECTOR_OVERSIZE_SQL = f"{VECTOR_ROW_BYTES_SQL} > {VECTOR_INDEX_MAX_BYTES}"
+
 EXAMPLE_COLUMNS = (
     "id, input_text, output_text, success_score, agent_id, user_id, company_id, "
     "primary_scope_entity, primary_scope_record_id, secondary_scopes, created_at"
@@ -92,56 +126,81 @@ def _scoped(table: str, request: RequestScope, config: ScopeConfig, *,
             f"scoped AS (SELECT n.* FROM visible n WHERE {predicate})"), params
 
 
-def _ranked_notes(request: RequestScope, config: ScopeConfig, *, order: str, extra: str,
-                  select_extra: str, per_status: int, params: dict[str, Any],
-                  conn: Connection) -> list[NoteCandidate]:
+def _ranked_notes(request: RequestScope, config: ScopeConfig, *, order: str, per_status: int,
+                  now: datetime, conn: Connection) -> list[NoteCandidate]:
     scoped, scope_params = _scoped("notes", request, config, expiring=True)
     sql = f"""
 WITH {scoped},
 ranked AS (
     SELECT n.*, row_number() OVER (PARTITION BY n.status ORDER BY {order}) AS status_rank
-    FROM (SELECT n.*{select_extra} FROM scoped n {extra}) AS n
+    FROM scoped n
 )
-SELECT {NOTE_COLUMNS}, {'similarity' if select_extra else 'NULL::float8 AS similarity'}
+SELECT {NOTE_COLUMNS}, NULL::float8 AS similarity
 FROM ranked n WHERE status_rank <= :per_status
 ORDER BY {order}
 """
-    rows = conn.execute(text(sql), {**scope_params, **params, "per_status": per_status})
+    rows = conn.execute(_statement(sql), {**scope_params, "now": now, "per_status": per_status})
     return [NoteCandidate(**row._mapping) for row in rows]
+
+
+@lru_cache(maxsize=256)
+def _statement(sql: str) -> TextClause:
+    """Parsing bind parameters out of a 2-4 kB statement costs ~0.3 ms a call; the text is
+    fixed per request shape (lattice levels, tenant dimensions), so it is parsed once."""
+    return text(sql)
+
+
+@lru_cache(maxsize=256)
+def _relevant_sql(levels: tuple[tuple[bool, bool, bool], ...], predicate: str) -> str:
+    # Step 1: (id, status, similarity) of every row in the visible lattice levels. Each level
+    # is two exact index ranges: the covering index (index-only) and the oversize one (heap).
+    rank = "\nUNION ALL\n".join(
+        "SELECT n.id, n.status, 1 - (n.embedding <=> CAST(:query AS vector)) AS similarity "
+        f"FROM notes n WHERE {level_condition(level)} AND {INJECTABLE_SQL} "
+        f"AND {fits} AND n.embedding_model = :model AND vector_dims(n.embedding) = :dims "
+        "AND (n.expires_at IS NULL OR n.expires_at > :now)"
+        for level in levels for fits in (VECTOR_INDEXED_SQL, VECTOR_OVERSIZE_SQL)
+    )
+    # Step 2, per status: best first, read the row and apply the scope predicate until
+    # :per_status qualified. LATERAL makes it a nested loop over the sorted ranking, so the
+    # heap is read only for the rows walked; the ORDER BY makes the limit exact whatever plan.
+    columns = ", ".join(f"n.{c.strip()}" for c in NOTE_COLUMNS.split(","))
+    fetch = "\nUNION ALL\n".join(f"""(
+    SELECT {columns}, c.similarity
+    FROM (SELECT c.id, c.similarity FROM ranked c
+          WHERE c.status = '{status.value}' AND c.similarity >= :min_similarity
+          ORDER BY c.similarity DESC, c.id) AS c
+    CROSS JOIN LATERAL (SELECT n.* FROM notes n WHERE n.id = c.id AND {predicate}) AS n
+    ORDER BY c.similarity DESC, c.id
+    LIMIT :per_status)""" for status in INJECTABLE_STATUSES)
+    return f"WITH ranked AS MATERIALIZED (\n{rank}\n)\n{fetch}\nORDER BY similarity DESC, id"
 
 
 def relevant_notes(conn: Connection, request: RequestScope, config: ScopeConfig, *,
                    query: np.ndarray, embedding_model: str, min_similarity: float,
                    per_status: int, now: datetime) -> list[NoteCandidate]:
     """Up to `per_status` most similar notes of each status, similarity >= min_similarity."""
-    similarity = "1 - (n.embedding <=> CAST(:query AS vector))"
-    return _ranked_notes(
-        request, config,
-        order="similarity DESC, n.id",
-        select_extra=f", {similarity} AS similarity",
-        extra=("WHERE n.embedding_model = :model AND vector_dims(n.embedding) = :dims "
-               f"AND {similarity} >= :min_similarity"),
-        per_status=per_status,
-        params={"query": query, "model": embedding_model, "dims": int(query.shape[0]),
-                "min_similarity": min_similarity, "now": now},
-        conn=conn,
-    )
+    predicate, params = visibility_sql(request, config)
+    sql = _relevant_sql(tuple(visible_levels(request)), predicate)
+    rows = conn.execute(_statement(sql), {
+        **params, "query": query, "model": embedding_model, "dims": int(query.shape[0]),
+        "min_similarity": min_similarity, "per_status": per_status, "now": now,
+    })
+    return [NoteCandidate(**row._mapping) for row in rows]
 
 
 def recent_notes(conn: Connection, request: RequestScope, config: ScopeConfig, *,
                  per_status: int, now: datetime) -> list[NoteCandidate]:
-    return _ranked_notes(request, config, order="n.created_at DESC, n.id", extra="",
-                         select_extra="", per_status=per_status, params={"now": now},
-                         conn=conn)
+    return _ranked_notes(request, config, order="n.created_at DESC, n.id",
+                         per_status=per_status, now=now, conn=conn)
 
 
 def all_notes(conn: Connection, request: RequestScope, config: ScopeConfig, *,
               per_status: int, now: datetime) -> list[NoteCandidate]:
     """No relevance filter: most specific scope first, then newest."""
     return _ranked_notes(request, config,
-                         order=f"{specificity_sql()}, n.created_at DESC, n.id", extra="",
-                         select_extra="", per_status=per_status, params={"now": now},
-                         conn=conn)
+                         order=f"{specificity_sql()}, n.created_at DESC, n.id",
+                         per_status=per_status, now=now, conn=conn)
 
 
 def visible_note_ids(conn: Connection, request: RequestScope, config: ScopeConfig,

@@ -1,0 +1,122 @@
+"""`memory-worker cycle run|list` and `memory-worker notes history`: the Memory Manager on
+the command line. Registered by worker/cli.py."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+cycle_cli = typer.Typer(help="Run or list Memory Manager cycles.", no_args_is_help=True)
+notes_cli = typer.Typer(help="Inspect notes.", no_args_is_help=True)
+console = Console()
+
+
+def _dump(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=str, ensure_ascii=False))
+
+
+@cycle_cli.command("run")
+def cycle_run(
+    maintenance: Annotated[bool, typer.Option(
+        "--maintenance", help="Run the maintenance phases whatever their trigger says.")] = False,
+    via_worker: Annotated[bool, typer.Option(
+        "--via-worker", help="Send it to the manager queue instead of running it here.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the cycle report as JSON.")]
+    = False,
+) -> None:
+    """Run one cycle now (recorded as forced). Skipped if another cycle is running."""
+    from worker.runtime import get_runtime
+
+    if via_worker:
+        from worker.tasks import memory_manager_cycle
+
+        result = memory_manager_cycle.apply_async(kwargs={"force": True,
+                                                          "maintenance": maintenance})
+        report = result.get(timeout=3600)
+    else:
+        runtime = get_runtime()
+
+        def progress(record: dict[str, Any]) -> None:
+            if not as_json:
+                state = f"[red]{record['error']}[/red]" if record["error"] else "ok"
+                console.print(f"  {record['phase']:<17} {record['duration_ms']:>9.1f} ms  "
+                              f"{state}  {json.dumps(record['counts'])}")
+
+        from worker.manager.cycle import run_manager_cycle
+
+        report = run_manager_cycle(
+            runtime.db, runtime.settings, runtime._embedder_or_none(),
+            now=datetime.now(UTC), force=True, force_maintenance=maintenance,
+            on_phase=progress).as_dict()
+    if as_json:
+        _dump(report)
+    else:
+        console.print(f"cycle {report['cycle_id']}: {report['status']} "
+                      f"(maintenance: {report['maintenance_reason']}); "
+                      f"model calls {report['model_calls']}, tokens {report['model_tokens']}")
+    if report["status"] == "failed":
+        raise typer.Exit(1)
+
+
+@cycle_cli.command("list")
+def cycle_list(
+    limit: Annotated[int, typer.Option(help="How many, newest first.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Recent cycles: status, maintenance, duration, counts."""
+    from db.queries.manager import list_cycles
+    from worker.runtime import get_runtime
+
+    with get_runtime().db.read() as conn:
+        cycles = list_cycles(conn, limit)
+    if as_json:
+        _dump(cycles)
+        return
+    table = Table("id", "status", "started", "seconds", "maintenance", "new notes",
+                  "model calls", "error")
+    for c in cycles:
+        seconds = ((c["finished_at"] - c["started_at"]).total_seconds()
+                   if c["finished_at"] else None)
+        table.add_row(str(c["id"]), c["status"], c["started_at"].isoformat(timespec="seconds"),
+                      "" if seconds is None else f"{seconds:.1f}", str(c["maintenance"]),
+                      str((c["counts"] or {}).get("new_notes", "")), str(c["model_calls"]),
+                      c["error"] or "")
+    console.print(table)
+
+
+@notes_cli.command("history")
+def notes_history(
+    note_id: Annotated[str, typer.Argument(help="The note's id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Everything that happened to a note: the write that created it, every status change
+    (who, why, related notes)."""
+    from db.queries.manager import note_history
+    from worker.runtime import get_runtime
+
+    try:
+        parsed = uuid.UUID(note_id)
+    except ValueError as exc:
+        raise typer.BadParameter("note id must be a UUID") from exc
+    with get_runtime().db.read() as conn:
+        history = note_history(conn, parsed)
+    if as_json:
+        _dump(history)
+        return
+    if not history:
+        console.print("no history for this note")
+        raise typer.Exit(1)
+    table = Table("when", "by", "what", "status", "why", "related")
+    for h in history:
+        status = (f"{h['from_status'] or ''} → {h['to_status'] or ''}"
+                  if h["from_status"] or h["to_status"] else "")
+        who = f"run {h['run_id']} #{h['seq']}" if h["source"] == "write" else h["actor"]
+        table.add_row(h["at"].isoformat(timespec="seconds"), who, h["action"], status,
+                      h["reason"], ", ".join(str(r) for r in h["related_note_ids"] or []))
+    console.print(table)
