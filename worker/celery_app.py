@@ -75,6 +75,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             },
         },
         "beat_schedule": beat_schedule(settings),
+        # Beat touches its liveness heartbeat on every tick (worker/health.py).
+        "beat_scheduler": "worker.health:HeartbeatScheduler",
     }
 
 
@@ -90,6 +92,9 @@ class MemoryTask(Task):
 
 app = MemoryCelery("memory", task_cls=MemoryTask, amqp="worker.masking:MaskingAMQP",
                    include=["worker.tasks"])
+# Liveness: every worker touches a heartbeat file while its event loop turns, so a probe can
+# tell a hung worker without the broker (worker/health.py).
+app.steps["worker"].add("worker.health:WorkerHeartbeat")
 
 
 @signals.worker_process_init.connect

@@ -166,6 +166,18 @@ def agent_set(
     console.print_json(json.dumps(config.as_dict()))
 
 
+# `memory-worker health live|ready` (worker/cli_health.py): registered here, defined there.
+from worker.cli_health import health_cli  # noqa: E402
+
+cli.add_typer(health_cli, name="health")
+
+# `memory-worker cycle run|list`, `memory-worker notes history` (worker/cli_manager.py).
+from worker.cli_manager import cycle_cli, notes_cli  # noqa: E402
+
+cli.add_typer(cycle_cli, name="cycle")
+cli.add_typer(notes_cli, name="notes")
+
+
 def main() -> None:
     reset_settings_cache()
     cli()
