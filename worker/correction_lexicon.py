@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-
-
+from functools import lru_cache
 
 
 def _words(text: str) -> frozenset[str]:
@@ -141,7 +140,19 @@ VALUE_CLASSES = {
     "scale": "logarithmic log linear",
     "orientation": "horizontal vertical portrait landscape",
     "size": "small medium large big tiny huge",
+    "magnitude": "hundred thousand million billion trillion",
+    # Times of day without digits and ordinals compete with numbers ("11pm" vs "midnight").
+    "number": "noon midnight first second third fourth fifth sixth seventh eighth ninth tenth",
+    "handedness": "left-handed right-handed ambidextrous",
+    "cloud": "aws azure gcp",
+    "browser": "chrome firefox safari edge brave opera vivaldi",
 }
+
+# Past participles after which "have" is an auxiliary ("I've relocated"), not possession.
+PARTICIPLES = _words(
+    "been gone got gotten made done taken given become begun left sold quit grown known seen "
+    "written driven flown switched moved changed started stopped decided"
+)
 
 # Irregular forms the suffix stripper cannot reach.
 IRREGULAR = {
@@ -251,30 +262,34 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("leading_rather", r"^\W*rather\b"),
         ("now_pref", r"\bnow (?=(?:prefers?|likes?|loves?|wants?|uses?|lives|works|is|are)\b)"),
         ("from_now_on", r"\bfrom now on\b|\bgoing forward\b|\bfrom here on\b"),
-        ("switched", r"\bswitch(?:ed|es|ing)? (?:over |back )?(?:to|from)\b"
+        ("switched", r"\b(?:switch|upgrade|downgrade)(?:ed|d|es|s|ing)? (?:\w+ )?(?:over |back )?"
+                     r"(?:to|from)\b"
                      r"|\bswapped (?:to|for)\b"),
-        ("changed_to", r"\bchang(?:ed|es|e) (?=(?:\w+ ){0,2}to\b)"),
-        ("relocated", r"\b(?:relocated|relocating|moved|moving|moves) (?:back )?to\b"),
+        ("changed_to", r"\bchang(?:ed|es|e) (?=(?:\w+ ){0,2}to\b)|\b(?:went|gone|goes|go) "
+                       r"(?:up|down) to\b|\b(?:increased|decreased|raised|lowered|rose|fell|"
+                       r"dropped|reduced|grew) to\b"),
+        ("relocated", r"\b(?:relocated|relocating|moved|moving|moves) (?:\w+ )?(?:back )?to\b"),
         ("rescheduled", r"\b(?:slipped|pushed(?: back)?|postponed|delayed|rescheduled|bumped"
                         r"|brought forward) (?:to|until|till)\b"),
-        ("became", r"\b(?:went|became|turned|has become|is going) (?=vegan|vegetarian|"
-                   r"pescatarian|remote|hybrid|keto)"),
+        ("became", r"\b(?:went|go|goes|became|become|becomes|turned|turns|got|gets|get) "
+                   r"(?=(?:a |an )?(?:vegan|vegetarian|pescatarian|remote|hybrid|keto|married|"
+                   r"divorced|engaged|separated|single)\b)"),
         ("back", r"\b(?:back (?:in|at|to|on)|returned to)\b"),
     )
 )
-WEAK_MARKERS = re.compile(r"\bnow\b|\bthese days\b|\bnowadays\b|\bcurrently\b|\bno more\b")
+WEAK_MARKERS = re.compile(r"\bnow\b|\bthese days\b|\bnowadays\b|\bcurrently\b|\bagain\b")
 ADDITIVE_MARKERS = re.compile(
     r"\balso\b|\btoo\b|\bas well\b|\badditionally\b|\bin addition\b|\bbesides\b|\banother\b"
     r"|\bboth\b|\bplus\b|\bother\b|\bextra\b"
 )
 # Reversal verbs negate what follows ("sold the Tesla", "gave up on learning piano").
 REVERSALS = re.compile(
-    r"\b(?:no longer|stopped|stops|stop|quit|quitting|gave up(?: on)?|give up(?: on)?|"
-    r"given up(?: on)?|sold|ditched|dropped|cancel+ed|left(?= (?!side\b|hand\b|of\b|or\b|"
-    r"and\b|to\b|aligned\b)\w))\b"
+    r"\b(?:no longer|no more|stopped|stops|stop|quit|quitting|gave up(?: on)?|give up(?: on)?|"
+    r"given up(?: on)?|sold|ditched|dropped(?! to\b)|cancel+ed|skip|skips|skipped|omit|omits|"
+    r"omitted|leave out|left(?= (?!side\b|hand\b|of\b|or\b|and\b|to\b|aligned\b)\w))\b"
 )
-CLAUSE_SPLIT = re.compile(r"[;]|,\s+|\s+-\s+|\bbut\b|\bwhile\b|\band\b(?= (?:i|user|they)\b)|"
-                          r"\band (?=(?:joined|drives|uses|lives|works|moved|switched)\b)")
+CLAUSE_SPLIT = re.compile(r"[;]|,\s+|\s+-\s+|\bbut\b|\bwhile\b|\band\b")
+HAS_DIGIT = re.compile(r"\d")
 TOKEN = re.compile(r"[$€£]?[\w]+(?:[-+:./,][\w]+)*[+-]?\d*")
 
 
@@ -283,7 +298,7 @@ TOKEN = re.compile(r"[$€£]?[\w]+(?:[-+:./,][\w]+)*[+-]?\d*")
 
 def stem(word: str) -> str:
     """Light suffix stripping so inflections meet ("prefers"/"preferred", "Mondays")."""
-    if len(word) <= 3 or any(ch.isdigit() for ch in word):
+    if len(word) <= 3 or HAS_DIGIT.search(word):
         return word
     for suffix, repl in (("ies", "y"), ("ied", "y"), ("sses", "ss")):
         if word.endswith(suffix) and len(word) > 4:
@@ -304,6 +319,7 @@ def stem(word: str) -> str:
 _SYNONYM_STEMS = {stem(k): v for k, v in SYNONYMS.items()} | SYNONYMS
 
 
+@lru_cache(maxsize=16384)
 def canon(raw: str) -> str:
     """The canonical form of one lower-cased word: numbers as digits, irregular forms and
     synonyms folded, then stemmed."""
@@ -324,28 +340,56 @@ for _name, _members in VALUE_CLASSES.items():
         _CLASS_OF[canon(_member)] = _CLASS_OF.get(canon(_member), frozenset()) | {_name}
 
 
+@lru_cache(maxsize=16384)
 def value_classes(token: str) -> frozenset[str]:
     """Closed classes a canonical token belongs to; any number is in "number"."""
-    if any(ch.isdigit() for ch in token):
+    if HAS_DIGIT.search(token):
         return frozenset({"number"})
     if len(token) == 1 and token.isalpha():
         return frozenset({"letter"})  # "building A" -> "building C"
     return _CLASS_OF.get(token, frozenset())
 
 
+_DASHES = re.compile(r"\s*[\u2014\u2013]\s*|\s+-\s+")
+_COLON = re.compile(r"(?<=[a-z])\s*:\s+")
+
+
 def normalize(text: str) -> str:
     """Lower-cased NFKC text with one apostrophe, one dash and contractions expanded."""
     t = unicodedata.normalize("NFKC", text).lower()
     t = t.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
-    t = re.sub(r"\s*[\u2014\u2013]\s*|\s+-\s+", " - ", t)
+    t = _DASHES.sub(" - ", t)
     for pattern, replacement in CONTRACTIONS:
         t = pattern.sub(replacement, t)
     return t
 
 
+RELOCATE = "zzrelocate"  # left where "moved to" stood; `corrections` decides what it means
+
+
+def extract_cues(text: str) -> tuple[str, frozenset[str], list[str]]:
+    """Take the discourse cues out of normalized text: the names of the markers found
+    ("now" for weak ones, "additive", "reversal"), and the values explicitly rejected."""
+    markers = {name for name, pattern in STRONG_MARKERS if pattern.search(text)}
+    for name, pattern in (("now", WEAK_MARKERS), ("additive", ADDITIVE_MARKERS),
+                          ("reversal", REVERSALS)):
+        if pattern.search(text):
+            markers.add(name)
+    rejected: list[str] = []
+    for pattern in REJECTIONS:
+        rejected += [m.group(1) for m in pattern.finditer(text)]
+        text = pattern.sub(" , ", text)
+    for name, pattern in STRONG_MARKERS:
+        if name in markers:
+            text = pattern.sub(f" {RELOCATE} " if name == "relocated" else " ", text)
+    text = WEAK_MARKERS.sub(" ", text)
+    text = ADDITIVE_MARKERS.sub(" , ", text)  # "and also avoids eggs" opens its own clause
+    return REVERSALS.sub(" not ", text), frozenset(markers), rejected
+
+
 def rewrite(text: str) -> str:
     """Apply the phrase rewrites (after markers and rejections were taken out)."""
-    text = re.sub(r"(?<=[a-z])\s*:\s+", " is ", text)  # "Date format: X" = "... is X"
+    text = _COLON.sub(" is ", text)  # "Date format: X" = "date format is X"
     for pattern, replacement in PHRASES:
         text = pattern.sub(replacement, text)
     return text

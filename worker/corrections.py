@@ -1,45 +1,29 @@
 """Does a later memory note correct, restate, refine, or sit beside an earlier one?
 
-Embedding similarity cannot answer this: "prefers dark mode" / "prefers light mode" (a
-correction) scores 0.87 with MiniLM, while "prefers bar charts" / "prefers dark backgrounds on
-charts" (two facts) scores 0.66. The detector therefore reads structure: it normalizes both
-notes to a canonical token sequence (first and third person folded, synonyms and phrasings
-unified), aligns them, and asks *what changed*:
-
-* an explicit rejection of the earlier value ("Mochi, not Miso", "instead of PDF");
-* a polarity reversal of the same content ("likes X" -> "dislikes X", "no longer vegetarian");
-* a swapped comparison ("email over calls" -> "calls over email");
-* one short span replaced by a competing value of the same closed class (blue -> red,
-  Mondays -> Fridays), or a value in a slot that holds one value (after "is" with a shared
-  slot noun, after "lives in", "works as");
-* correction markers ("actually", "instead", "switched to"...) that only count together with
-  a shared topic word, because "Actually, the user lives in Oslo" corrects nothing;
-* nothing removed and something added (refinement), or nothing changed (paraphrase).
-
-Similarity, when the caller has it, only breaks ties: it admits paraphrases the lexicon cannot
-see and vetoes marker-only corrections between unrelated notes. The default answer is DISTINCT:
-wrongly merging two facts loses a memory, wrongly keeping both only leaves a duplicate.
-Pure and fast: regexes and a difflib alignment of a few tokens; no model, no I/O.
+Embedding similarity cannot tell: MiniLM scores "prefers dark mode" / "prefers light mode" (a
+correction) 0.87 and "prefers bar charts" / "prefers dark backgrounds on charts" (two facts)
+0.66. So the detector reads structure. Both notes become canonical token sequences (first and
+third person folded, synonyms unified), are aligned, and the difference is judged: an explicit
+rejection ("Mochi, not Miso"), a polarity reversal ("no longer vegetarian"), a swapped
+comparison, one short span replaced by a rival value of the same closed class (blue -> red) or
+in a one-value slot ("lives in X", "<slot> is X"), correction markers ("actually", "switched
+to") that count only with a shared topic word, added detail (refinement) or nothing (paraphrase).
+Similarity, when given, only breaks ties. The default is DISTINCT: merging two facts loses a
+memory, keeping a duplicate costs little. Pure and fast: regexes and a difflib alignment.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from enum import StrEnum
 from functools import lru_cache
+from itertools import takewhile
 
 from worker import correction_lexicon as lx
 
-__all__ = [
-    "PARAPHRASE_MIN_SIMILARITY",
-    "PREDICATE_CHANGE_MIN_SIMILARITY",
-    "SUPERSEDE_MIN_CONFIDENCE",
-    "Relation",
-    "Verdict",
-    "classify",
-    "supersedes",
-]
+__all__ = ["PARAPHRASE_MIN_SIMILARITY", "PREDICATE_CHANGE_MIN_SIMILARITY",
+           "SUPERSEDE_MIN_CONFIDENCE", "Relation", "Verdict", "classify", "supersedes"]
 
 
 class Relation(StrEnum):
@@ -59,9 +43,10 @@ class Verdict:
 # A verdict replaces the earlier note only at or above this confidence. Rules whose evidence is
 # structural score >= 0.65; guesses (dropped detail, predicate change) score below it.
 SUPERSEDE_MIN_CONFIDENCE = 0.6
-# MiniLM cosine from which notes with no structural difference count as restatements. The
-# highest distinct pair in the training set scores 0.84 and is caught structurally first.
-PARAPHRASE_MIN_SIMILARITY = 0.8
+# MiniLM cosine from which notes that differ in several places count as restatements. Distinct
+# pairs reach 0.84 ("speaks German" / "is learning German", caught structurally first) and
+# 0.81 ("Google Calendar at work" / "Apple Calendar at home"); restatements mostly exceed 0.85.
+PARAPHRASE_MIN_SIMILARITY = 0.85
 # When only the verb differs MiniLM mostly measures the shared rest ("speaks German" / "is
 # learning German" = 0.84, "watches" / "plays football on Sundays" = 0.89), so a restatement
 # needs a much higher cosine. A single swapped value ("MacBook Pro" / "MacBook Air" = 0.92)
@@ -71,10 +56,13 @@ PREDICATE_CHANGE_MIN_SIMILARITY = 0.92
 # coincidence ("actually" about something else), not a correction.
 UNRELATED_MAX_SIMILARITY = 0.25
 MAX_TEXT_CHARS = 2000
+# Span analysis is for sentence-length notes; longer ones (alignment grows quadratically) are
+# judged by the set-based rules only, which never merge on a value swap.
+MAX_ALIGNED_TOKENS = 64
 
 _STRUCTURAL_PRED = "PRED"  # any preference/usage verb; the kind is kept on the note
 _BE = "="
-_RELOCATE = "zzrelocate"
+_RELOCATE = lx.RELOCATE
 _STRONG_NAMES = frozenset(name for name, _ in lx.STRONG_MARKERS) | {"reversal"}
 
 
@@ -88,15 +76,20 @@ class _Note:
     has_subject: bool
     pronoun: bool  # refers back with he/she/her...
     verbs: frozenset[str]  # stems behind PRED tokens ("prefer", "lik", "us", ...)
+    clause_starts: frozenset[int]  # token indices where a clause begins
     comparison: tuple[frozenset[str], frozenset[str]] | None  # (preferred, dispreferred)
 
     @property
     def content(self) -> frozenset[str]:
-        return frozenset(t for t in self.tokens if not _structural(t))
+        return frozenset(filter(_is_content, self.tokens))
 
 
 def _structural(token: str) -> bool:
     return token in (_STRUCTURAL_PRED, _BE) or token.startswith("@")
+
+
+def _is_content(token: str) -> bool:
+    return not _structural(token)
 
 
 # Lexicon words in the canonical form `_tokenize` produces.
@@ -116,8 +109,7 @@ def _tokenize(text: str) -> tuple[list[str], int, int, set[str]]:
     negations, subject, verbs = 0, 0, set()
     words = lx.TOKEN.findall(text)
     for index, raw in enumerate(words):
-        raw = raw.strip(".,:/+-") if not any(c.isdigit() for c in raw) else raw.rstrip(".,")
-        stem = lx.canon(raw)
+        raw = raw.rstrip(".,") if lx.HAS_DIGIT.search(raw) else raw.strip(".,:/+-")
         if raw == _RELOCATE:
             tokens.append(raw)
         elif raw in lx.SUBJECT_WORDS:
@@ -131,9 +123,13 @@ def _tokenize(text: str) -> tuple[list[str], int, int, set[str]]:
             tokens.append(lx.PREPOSITIONS[raw])
         elif raw in ("a", "an") and index == len(words) - 1:
             tokens.append("a")  # a trailing letter is a value ("building A"), not an article
+        elif raw in ("have", "has", "had") and index + 1 < len(words) and (
+                words[index + 1] in lx.PARTICIPLES or words[index + 1] == _RELOCATE
+                or words[index + 1].endswith("ed")):
+            continue  # auxiliary: "I've relocated", "has switched"
         elif raw in lx.STOPWORDS or not raw:
             continue
-        elif stem in _NEG or stem in _PREF or stem in _USE:
+        elif (stem := lx.canon(raw)) in _NEG or stem in _PREF or stem in _USE:
             negations += stem in _NEG
             verbs.add(stem)
             tokens.append(_STRUCTURAL_PRED)
@@ -145,59 +141,34 @@ def _tokenize(text: str) -> tuple[list[str], int, int, set[str]]:
 def _comparison(tokens: list[str]) -> tuple[frozenset[str], frozenset[str]] | None:
     if "@over" not in tokens:
         return None
-    pivot = tokens.index("@over")
-    left: list[str] = []
-    for token in reversed(tokens[:pivot]):
-        if _structural(token):
-            break
-        left.append(token)
-    right: list[str] = []
-    for token in tokens[pivot + 1:]:
-        if _structural(token):
-            break
-        right.append(token)
-    return (frozenset(left), frozenset(right)) if left and right else None
+    pivot = tokens.index("@over")  # "X over Y": the words next to "over", up to a structure
+    left = frozenset(takewhile(_is_content, reversed(tokens[:pivot])))
+    right = frozenset(takewhile(_is_content, tokens[pivot + 1:]))
+    return (left, right) if left and right else None
 
 
 @lru_cache(maxsize=4096)
 def _parse(text: str) -> _Note:
-    t = lx.normalize(text[:MAX_TEXT_CHARS])
-    markers = {name for name, pattern in lx.STRONG_MARKERS if pattern.search(t)}
-    if lx.WEAK_MARKERS.search(t):
-        markers.add("now")
-    if lx.ADDITIVE_MARKERS.search(t):
-        markers.add("additive")
-    if lx.REVERSALS.search(t):
-        markers.add("reversal")
-    rejected: list[str] = []
-    for pattern in lx.REJECTIONS:
-        rejected += [m.group(1) for m in pattern.finditer(t)]
-        t = pattern.sub(" , ", t)
-    for name, pattern in lx.STRONG_MARKERS:
-        # Relocation keeps a trace: whether "moved to X" means "lives in X" depends on the
-        # earlier note, so the decision is taken in `_decide`.
-        t = pattern.sub(f" {_RELOCATE} " if name == "relocated" else " ", t)
-    t = lx.WEAK_MARKERS.sub(" ", t)
-    t = lx.ADDITIVE_MARKERS.sub(" ", t)
-    t = lx.REVERSALS.sub(" not ", t)
+    t, markers, rejected = lx.extract_cues(lx.normalize(text[:MAX_TEXT_CHARS]))
     t = lx.rewrite(t)
     tokens: list[str] = []
     clauses: list[tuple[frozenset[str], bool]] = []
-    negations, subject, verbs = 0, 0, set()
+    subject, verbs, starts = 0, set(), set()
     for clause in lx.CLAUSE_SPLIT.split(t):
         c_tokens, c_neg, c_subject, c_verbs = _tokenize(clause)
+        starts.add(len(tokens))
         tokens += c_tokens
-        negations += c_neg
         subject |= c_subject
         verbs |= c_verbs
-        content = frozenset(x for x in c_tokens if not _structural(x))
-        if content:
+        if content := frozenset(filter(_is_content, c_tokens)):
             clauses.append((content, c_neg % 2 == 1))
-    rejected_tokens = {x for r in rejected for x in _tokenize(lx.rewrite(r))[0]
-                       if not _structural(x)}
-    return _Note(tuple(tokens), negations % 2 == 1, tuple(clauses), frozenset(markers),
-                 frozenset(rejected_tokens), bool(subject), bool(subject & 2), frozenset(verbs),
-                 _comparison(tokens))
+    # The note's polarity is its main (first) clause's: in "is vegetarian and also avoids
+    # eggs" the second clause's "avoids" does not negate the first.
+    negated = bool(clauses) and clauses[0][1]
+    rejected_tokens = frozenset(x for r in rejected for x in _tokenize(lx.rewrite(r))[0])
+    return _Note(tuple(tokens), negated, tuple(clauses), markers,
+                 frozenset(filter(_is_content, rejected_tokens)), bool(subject),
+                 bool(subject & 2), frozenset(verbs), frozenset(starts), _comparison(tokens))
 
 
 @dataclass(frozen=True)
@@ -206,11 +177,12 @@ class _Block:
     later: tuple[str, ...]
     start: int  # index of the block in the earlier sequence
     end: int
+    later_start: int  # index of the block in the later sequence
     tail: bool  # the block ends both sequences: nothing shared follows it
 
 
 def _content(tokens: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(t for t in tokens if not _structural(t))
+    return tuple(filter(_is_content, tokens))
 
 
 def _blocks(e: tuple[str, ...], n: tuple[str, ...], fragment: bool) -> list[_Block]:
@@ -229,22 +201,19 @@ def _blocks(e: tuple[str, ...], n: tuple[str, ...], fragment: bool) -> list[_Blo
                 es, i1 = es[1:], i1 + 1
         if not _content(es) and not _content(ls):
             continue  # only a preposition or copula moved
-        out.append(_Block(es, ls, i1, i2, i2 == len(e) and j2 == len(n)))
+        out.append(_Block(es, ls, i1, i2, j1, i2 == len(e) and j2 == len(n)))
     return out
 
 
 def _class_match(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
     """Every changed word has a competitor of the same class on the other side."""
-    if not left or not right:
-        return False
-    lc = [lx.value_classes(t) for t in left]
-    rc = [lx.value_classes(t) for t in right]
-    return all(any(c & o for o in rc) for c in lc) and all(any(c & o for o in lc) for c in rc)
+    lc, rc = [lx.value_classes(t) for t in left], [lx.value_classes(t) for t in right]
+    return bool(lc and rc) and all(any(c & o for o in rc) for c in lc) and all(
+        any(c & o for o in lc) for c in rc)
 
 
-def _conflict(e_only: frozenset[str], l_only: frozenset[str]) -> bool:
-    """Some value in the earlier note has a same-class rival in the later one."""
-    return any(lx.value_classes(a) & lx.value_classes(b) for a in e_only for b in l_only)
+def _class_union(tokens: frozenset[str]) -> frozenset[str]:
+    return frozenset().union(*map(lx.value_classes, tokens))
 
 
 def _value_change(e: _Note, block: _Block, markers: bool) -> str | None:
@@ -280,38 +249,52 @@ def _value_change(e: _Note, block: _Block, markers: bool) -> str | None:
     return None
 
 
+def _new_head(old: _Note, new: _Note, block: _Block) -> bool:
+    """A bare noun appended to the earlier note's last word makes that word a modifier:
+    "has a cat" -> "has a cat allergy" is about the allergy. Values of a closed class stay
+    values ("reports as PDF" -> "PDF attachments")."""
+    if block.earlier or block.start != len(old.tokens) or not block.later:
+        return False
+    if block.later_start in new.clause_starts:
+        return False  # "..., mostly Le Guin": a new clause adds detail
+    last, first = old.tokens[-1], block.later[0]
+    return not any(_structural(t) or lx.value_classes(t) for t in (last, first)) and (
+        first not in _GENERIC)
+
+
 def _verdict(relation: Relation, confidence: float, signals: list[str]) -> Verdict:
     confidence = round(min(1.0, max(0.0, confidence)), 3)
     return Verdict(relation, confidence, tuple(dict.fromkeys(signals)))
 
 
 def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
-    signals: list[str] = []
-    fresh = new.markers - old.markers
+    fresh = new.markers - old.markers  # a marker counts only if the later note brings it
     strong, weak = bool(fresh & _STRONG_NAMES), "now" in fresh
     additive = "additive" in new.markers
-    if strong:
-        signals.append("correction_marker")
-    if weak:
-        signals.append("weak_marker")
-    if additive:
-        signals.append("additive_marker")
     anchors = (old.content & new.content) - _GENERIC  # before the relocation rewrite below
+    signals = [name for name, fired in (("correction_marker", strong), ("weak_marker", weak),
+                                        ("additive_marker", additive), ("shared_anchor", anchors))
+               if fired]
     if _RELOCATE in new.tokens:
         # "moved to Munich" answers "lives in Berlin"; elsewhere it is only a marker.
         live = lx.canon("live")
         swap = (live, "@in") if live in old.tokens and live not in new.tokens else ()
         tokens = tuple(x for t in new.tokens for x in ((*swap,) if t == _RELOCATE else (t,)))
-        new = _Note(tokens, new.negated, new.clauses, new.markers, new.rejected, new.has_subject,
-                  new.pronoun, new.verbs, new.comparison)
+        new = replace(new, tokens=tokens)
     e_content, l_content = old.content, new.content
-    if anchors:
-        signals.append("shared_anchor")
+
+    def fire(name: str, condition: bool) -> bool:
+        if condition:
+            signals.append(name)
+        return condition
+
     related = similarity is None or similarity >= UNRELATED_MAX_SIMILARITY
     if similarity is not None:
         signals.append("similarity_high" if similarity >= PARAPHRASE_MIN_SIMILARITY
                        else "similarity_low" if not related else "similarity_mid")
 
+    if not old.content or not new.content:
+        return _verdict(Relation.DISTINCT, 0.5, [*signals, "no_content"])  # nothing to compare
     if old.tokens == new.tokens and old.negated == new.negated and not strong and not old.rejected:
         return _verdict(Relation.PARAPHRASE, 0.95, [*signals, "same_content"])
 
@@ -332,21 +315,17 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
         reverses = negated != old.negated and (shared <= core or core <= shared)
         if reverses and core & shared and not additive:
             return _verdict(Relation.CORRECTION, 0.9, [*signals, "polarity_reversal"])
-    flip = old.negated != new.negated
-    if flip:
-        signals.append("polarity_flip")
+    flip = fire("polarity_flip", old.negated != new.negated)
 
     e_only, l_only = e_content - l_content, l_content - e_content
     holders = {n.tokens[0] for n in (old, new) if n.tokens and n.tokens[0] in _PERSON}
-    if holders & (e_only | l_only) and not new.pronoun:
+    if holders & (e_only | l_only) and new.has_subject and not new.pronoun:
         # The fact moved to another holder ("User's wife works at Google"): never the same.
         return _verdict(Relation.DISTINCT, 0.8, [*signals, "holder_change"])
-    fragment = not new.has_subject and len(l_content) <= len(e_content)
-    if fragment:
-        signals.append("fragment")
-    conflict = _conflict(e_only, l_only)
-    if conflict:
-        signals.append("value_class_conflict")
+    fragment = fire("fragment", not new.has_subject and len(l_content) <= len(e_content))
+    # Some value of the earlier note has a same-class rival in the later one (Mondays/Fridays).
+    e_classes, l_classes = _class_union(e_only), _class_union(l_only)
+    conflict = fire("value_class_conflict", bool(e_classes & l_classes))
     # Competing values of one class are evidence of their own, so a fragment's low cosine
     # ("no, Teams." = 0.07 against "I prefer Zoom for calls") does not veto them.
     marked = (strong or weak) and not additive
@@ -362,30 +341,31 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
         return _verdict(Relation.DISTINCT, 0.7, signals)
 
     # "likes X" vs "uses X": both PRED, but not the same fact without more evidence.
-    family_change = bool(old.verbs and new.verbs) and (
-        bool(old.verbs & _PREF) != bool(new.verbs & _PREF))
-    if family_change:
-        signals.append("predicate_family_change")
+    family_change = fire("predicate_family_change", bool(old.verbs and new.verbs) and (
+        bool(old.verbs & _PREF) != bool(new.verbs & _PREF)))
     sim_high = similarity is not None and similarity >= PARAPHRASE_MIN_SIMILARITY
     if not e_only and not l_only:
         confidence = 0.5 if family_change and not sim_high else 0.9
         return _verdict(Relation.PARAPHRASE, confidence, [*signals, "same_content"])
-    blocks = _blocks(old.tokens, new.tokens, fragment)
+    aligned = max(len(old.tokens), len(new.tokens)) <= MAX_ALIGNED_TOKENS
+    blocks = _blocks(old.tokens, new.tokens, fragment) if aligned else []
     # Only the verb differs ("drives a hatchback" / "car is a hatchback", "speaks German" /
-    # "is learning German"), or one word was swapped ("meeting with Bob" / "with Alice"):
-    # MiniLM rates such pairs by what they share, so only a very high cosine restates.
-    predicate_only = len(blocks) == 1 and blocks[0].start == 0 and not blocks[0].tail
+    # "is learning German"): MiniLM rates such pairs by what they share, so only a very high
+    # cosine restates. A single swapped value ("with Bob" / "with Alice") never does.
+    predicate_only = fire("predicate_change", len(blocks) == 1 and blocks[0].start == 0
+                          and not blocks[0].tail)
     predicate_sim = similarity is not None and similarity >= PREDICATE_CHANGE_MIN_SIMILARITY
-    if predicate_only:
-        signals.append("predicate_change")
     if blocks and blocks[0].start == 0 and not blocks[0].earlier and not fragment and (
-            set(_content(blocks[0].later)) - _GENERIC):
+            set(_content(blocks[0].later)) - _GENERIC) and not strong:
         # Words put in front of the whole earlier note change its subject or its verb
-        # ("User's son is learning Japanese"), they do not refine it.
+        # ("User's son is learning Japanese"), they do not refine it; after "switched to"
+        # they are the new value ("switched to T-Mobile for the phone plan").
         return _verdict(Relation.DISTINCT, 0.7, [*signals, "subject_change"])
     if not e_only or not l_only:
         if not ((e_only | l_only) - _GENERIC):
             return _verdict(Relation.PARAPHRASE, 0.75, [*signals, "generic_words_differ"])
+        if len(blocks) == 1 and _new_head(old, new, blocks[0]):
+            return _verdict(Relation.DISTINCT, 0.7, [*signals, "head_change"])
         if predicate_only:
             confidence = 0.6 + (similarity or 0.0) - PREDICATE_CHANGE_MIN_SIMILARITY
             return _verdict(Relation.PARAPHRASE, confidence if predicate_sim else 0.5, signals)
@@ -402,16 +382,19 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
         # The object in front of a kept qualifier changed ("code in Python" -> "tests in
         # Python"): another object, whatever marker comes with it.
         after = old.tokens[blocks[0].end] if blocks[0].end < len(old.tokens) else ""
-        if after.startswith("@") and not any(t.startswith("@") for t in blocks[0].earlier):
-            signals.append("object_swap")
-    else:
-        signals.append("multi_span_change")
-    marked_topic = anchors and not additive and related and "object_swap" not in signals
+        fire("object_swap", after.startswith("@") and not any(
+            t.startswith("@") for t in blocks[0].earlier))
+    fire("multi_span_change", len(blocks) != 1)
+    # What left and what arrived are values of different classes ("concise" -> "in Spanish",
+    # "bar charts" -> "dark backgrounds"): another slot, whatever marker comes with it.
+    fire("slot_mismatch", bool(e_classes and l_classes and not conflict))
+    marked_topic = anchors and not additive and related and not (
+        {"object_swap", "slot_mismatch"} & set(signals))
     if strong and marked_topic:
         return _verdict(Relation.CORRECTION, 0.75, [*signals, "marker_on_shared_topic"])
     if weak and marked_topic and len(blocks) == 1:
         return _verdict(Relation.CORRECTION, 0.65, [*signals, "marker_on_shared_topic"])
-    if sim_high and not conflict and not strong and (
+    if sim_high and aligned and not conflict and not strong and (
             len(blocks) > 1 or (predicate_only and predicate_sim)):
         assert similarity is not None
         confidence = 0.6 + (similarity - PARAPHRASE_MIN_SIMILARITY)

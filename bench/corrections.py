@@ -1,0 +1,200 @@
+"""Correction-detector benchmark: accuracy on the labeled pairs, and latency.
+
+    .venv/bin/python bench/corrections.py                 # both data files, markdown to stdout
+    .venv/bin/python bench/corrections.py --errors        # also list every misjudged pair
+    .venv/bin/python bench/corrections.py --out /tmp/corrections.md
+
+For tests/data/correction_pairs.tsv (the tuning set) and tests/data/correction_pairs_holdout.tsv
+(written after the detector was frozen), with the MiniLM cosine the write path would pass and
+with `similarity=None`:
+
+  1. the confusion matrix and per-relation precision / recall of `classify`;
+  2. "same fact" decisions, which is what callers act on: `supersedes(verdict)` against the
+     baseline "cosine >= 0.85 => same" (the write path's near-duplicate threshold). Reported:
+     distinct pairs wrongly merged (the costly error), corrections / paraphrases / refinements
+     recognized as the same fact;
+  3. `classify` latency, p50 / p95 / max: cold (parse cache cleared before every call, as for
+     notes never seen before), warm (both notes parsed before), and notes at the 2,000-char limit.
+     The MiniLM embedding itself is not included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import random
+import string
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+
+from worker import corrections  # noqa: E402
+from worker.corrections import Relation, Verdict, classify, supersedes  # noqa: E402
+
+DATA = ROOT / "tests" / "data"
+FILES = {"tuning set": DATA / "correction_pairs.tsv",
+         "held-out set": DATA / "correction_pairs_holdout.tsv"}
+RELATIONS = [r.value for r in Relation]
+BASELINE_SAME = 0.85
+
+Row = dict[str, str]
+
+
+def load(path: Path) -> list[Row]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+
+
+def cosines(rows: Sequence[Row]) -> list[float]:
+    from worker.embeddings import LocalEmbedder
+
+    embedder = LocalEmbedder(threads=1)
+    texts = sorted({r["earlier"] for r in rows} | {r["later"] for r in rows})
+    vectors: dict[str, np.ndarray] = {}
+    for start in range(0, len(texts), 64):
+        batch = texts[start:start + 64]
+        vectors.update(zip(batch, embedder.embed(batch), strict=True))
+    return [float(np.dot(vectors[r["earlier"]], vectors[r["later"]])) for r in rows]
+
+
+def table(header: Sequence[str], body: Sequence[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def ratio(hits: int, total: int) -> str:
+    return f"{hits / total:.2f} ({hits}/{total})" if total else "n/a"
+
+
+def accuracy(rows: Sequence[Row], verdicts: Sequence[Verdict]) -> str:
+    confusion = Counter((r["relation"], v.relation.value) for r, v in zip(rows, verdicts,
+                                                                          strict=True))
+    matrix = table(["gold \\ predicted", *RELATIONS],
+                   [[gold, *(confusion[gold, p] for p in RELATIONS)] for gold in RELATIONS])
+    per_relation = []
+    for relation in RELATIONS:
+        true_positive = confusion[relation, relation]
+        predicted = sum(confusion[g, relation] for g in RELATIONS)
+        gold = sum(confusion[relation, p] for p in RELATIONS)
+        per_relation.append([relation, ratio(true_positive, predicted),
+                             ratio(true_positive, gold)])
+    return matrix + "\n\n" + table(["relation", "precision", "recall"], per_relation)
+
+
+def same_fact(rows: Sequence[Row], decisions: dict[str, Sequence[bool]]) -> str:
+    body = []
+    for name, same in decisions.items():
+        def share(relation: str, want: bool, same: Sequence[bool] = same) -> str:
+            picked = [s == want for r, s in zip(rows, same, strict=True)
+                      if r["relation"] == relation]
+            return ratio(sum(picked), len(picked))
+        body.append([name, share("distinct", True), share("correction", True),
+                     share("paraphrase", True), share("refinement", True)])
+    return table(["decision rule", "distinct wrongly merged", "corrections superseding",
+                  "paraphrases superseding", "refinements superseding"], body)
+
+
+def percentiles(samples_ms: list[float]) -> list[str]:
+    ordered = sorted(samples_ms)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    return [f"{at(0.5):.3f}", f"{at(0.95):.3f}", f"{ordered[-1]:.3f}"]
+
+
+def timed(call: Callable[[], object], before: Callable[[], object] | None = None) -> float:
+    if before:
+        before()
+    start = time.perf_counter()
+    call()
+    return (time.perf_counter() - start) * 1000
+
+
+def latency(rows: Sequence[Row], sims: Sequence[float], repeats: int) -> str:
+    pairs = list(zip(rows, sims, strict=True)) * repeats
+    clear = corrections._parse.cache_clear  # cold: both notes parsed inside the call
+    cold = [timed(lambda r=r, s=s: classify(r["earlier"], r["later"], s), clear)
+            for r, s in pairs]
+    warm = [timed(lambda r=r, s=s: classify(r["earlier"], r["later"], s)) for r, s in pairs]
+    rng = random.Random(7)
+
+    def words(n: int) -> str:
+        return " ".join("".join(rng.choice(string.ascii_lowercase)
+                                for _ in range(rng.randint(2, 9))) for _ in range(n))[:2000]
+
+    sentence = "User prefers bar charts with labels and a dark theme. "
+    long_pairs = [((sentence * 40)[:2000], (sentence * 40)[:2000].replace("bar", "pie"))]
+    long_pairs += [(words(400), words(400)) for _ in range(20)]
+    long = [timed(lambda a=a, b=b: classify(a, b, 0.5), clear) for a, b in long_pairs * 5]
+    return table(["classify()", "calls", "p50 ms", "p95 ms", "max ms"], [
+        ["cold (parse cache cleared)", len(cold), *percentiles(cold)],
+        ["warm (notes parsed before)", len(warm), *percentiles(warm)],
+        ["2,000-char notes, cold", len(long), *percentiles(long)],
+    ])
+
+
+def errors(rows: Sequence[Row], verdicts: Sequence[Verdict], sims: Sequence[float]) -> str:
+    body = [[r["relation"], v.relation.value, "yes" if supersedes(v) else "no",
+             f"{v.confidence:.2f}", f"{s:.2f}", r["earlier"], r["later"], ", ".join(v.signals)]
+            for r, v, s in zip(rows, verdicts, sims, strict=True)
+            if r["relation"] != v.relation.value]
+    return table(["gold", "predicted", "supersedes", "conf", "cos", "earlier", "later",
+                  "signals"], body)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--errors", action="store_true", help="list every misjudged pair")
+    parser.add_argument("--repeats", type=int, default=5, help="latency passes over the pairs")
+    parser.add_argument("--out", type=Path, help="also write the markdown to this file")
+    args = parser.parse_args()
+
+    data = {name: load(path) for name, path in FILES.items()}
+    all_rows = [row for rows in data.values() for row in rows]
+    all_sims = cosines(all_rows)
+    sims, offset = {}, 0
+    for name, rows in data.items():
+        sims[name], offset = all_sims[offset:offset + len(rows)], offset + len(rows)
+
+    out = ["# Correction detector", ""]
+    for name, rows in data.items():
+        counts = Counter(r["relation"] for r in rows)
+        out += [f"## {name}: {len(rows)} pairs "
+                f"({', '.join(f'{counts[r]} {r}' for r in RELATIONS)})", ""]
+        with_sim = [classify(r["earlier"], r["later"], s) for r, s in zip(rows, sims[name],
+                                                                          strict=True)]
+        without = [classify(r["earlier"], r["later"]) for r in rows]
+        out += ["### classify() with the MiniLM cosine", "", accuracy(rows, with_sim), "",
+                "### classify() with similarity=None", "", accuracy(rows, without), "",
+                "### Same fact? supersedes() vs the cosine baseline", "",
+                same_fact(rows, {
+                    "supersedes(), MiniLM cosine": [supersedes(v) for v in with_sim],
+                    "supersedes(), similarity=None": [supersedes(v) for v in without],
+                    f"baseline: cosine >= {BASELINE_SAME}": [s >= BASELINE_SAME
+                                                            for s in sims[name]],
+                }), ""]
+        if args.errors:
+            out += ["### Misjudged pairs (with the MiniLM cosine)", "",
+                    errors(rows, with_sim, sims[name]), ""]
+    out += ["## Latency", "", latency(all_rows, all_sims, args.repeats), ""]
+    text = "\n".join(out)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
