@@ -243,13 +243,14 @@ def test_openai_compatible_embedder_and_models_never_mix(runtime, services):
     assert first["disposition"] == "written"
     [note] = notes(services.database_url)
     assert note["embedding_model"] == "stub-embed" and note["embedding"].dimensions() == 8
-    # The same run, now embedding with MiniLM: a near-duplicate text finds no shortlist hit,
-    # because vectors of different models are never compared.
+    # Another run, embedding with MiniLM: the earlier note is not among the similar notes a
+    # write may correct, because vectors of different models are never compared.
     local_write = Writer(runtime.write_deps())
-    second = local_write(run, "User's timezone is UTC+2.", type="Context", seq=2)
+    second = local_write(run_context("r2"), "User's timezone is UTC+2.", type="Context", seq=1)
     assert second["disposition"] == "written"
     models = sorted(n["embedding_model"] for n in notes(services.database_url))
     assert models == ["sentence-transformers/all-MiniLM-L6-v2", "stub-embed"]
+    assert all(n["corrects_note_id"] is None for n in notes(services.database_url))
 
 
 def test_persistence_failure_is_error_not_counted_and_a_retry_writes(write, services):

@@ -12,7 +12,7 @@ def test_defaults_are_the_thresholds_the_spec_names(monkeypatch):
     for name in ("DATABASE_URL", "REDIS_URL"):
         monkeypatch.delenv(name, raising=False)
     s = Settings(_env_file=None)
-    assert (s.per_run_cap, s.near_dup_similarity, s.near_dup_shortlist) == (5, 0.85, 3)
+    assert (s.per_run_cap, s.near_dup_shortlist, s.correction_related_similarity) == (5, 3, 0.5)
     assert (s.provisional_ttl_days, s.max_note_length) == (7, 2000)
     assert (s.relevant_min_similarity, s.max_notes_to_inject, s.max_examples_to_inject) == (
         0.5, 5, 3)
@@ -36,7 +36,7 @@ def test_environment_overrides(monkeypatch):
     assert s.per_run_cap == 2
     assert s.database_url == "postgresql://db.example/memory"
     assert s.embedding_backend == "openai"
-    monkeypatch.setenv("MEMORY_NEAR_DUP_SIMILARITY", "1.5")
+    monkeypatch.setenv("MEMORY_CORRECTION_RELATED_SIMILARITY", "1.5")
     with pytest.raises(ValueError):
         Settings()
 

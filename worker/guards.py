@@ -27,6 +27,7 @@ from db.enums import (
 )
 from db.scope import SCOPE_HINTS, NoteScope
 from worker.agents import AgentConfig
+from worker.corrections import Relation, classify, supersedes
 from worker.normalize import content_hash
 from worker.payloads import RunContext, WriteRequest, unencodable_reason
 
@@ -35,8 +36,9 @@ from worker.payloads import RunContext, WriteRequest, unencodable_reason
 class WritePolicy:
     per_run_cap: int
     max_note_length: int
-    near_dup_similarity: float
     near_dup_shortlist: int
+    # Other notes of the scope at or above this similarity are checked for being corrected.
+    correction_related_similarity: float
     provisional_ttl: timedelta
 
 
@@ -72,7 +74,17 @@ class WriteAttempt:
     scope: NoteScope | None = None
     content_hash: str = ""
     neighbours: queries.ScopeNeighbours | None = None
+    # Set by recognize_correction: the run's own note this write replaces, and the other
+    # note of the scope it likely corrects (recorded; the Memory Manager resolves it).
+    replaces_own: ReplacedOwn | None = None
+    corrects_note_id: UUID | None = None
     notices: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ReplacedOwn:
+    note_id: UUID
+    relation: str
 
 
 Guard = Callable[[WriteAttempt], Outcome | None]
@@ -186,7 +198,7 @@ def look_around_scope(attempt: WriteAttempt) -> Outcome | None:
         vector=attempt.embedding.vector,
         embedding_model=attempt.embedding.model,
         shortlist=attempt.policy.near_dup_shortlist,
-        threshold=attempt.policy.near_dup_similarity,
+        related_floor=attempt.policy.correction_related_similarity,
     )
     return None
 
@@ -202,9 +214,25 @@ def within_run_idempotency(attempt: WriteAttempt) -> Outcome | None:
     )
 
 
-def _own_hit(attempt: WriteAttempt) -> queries.Neighbour | None:
+def recognize_correction(attempt: WriteAttempt) -> Outcome | None:
+    """Within a run, last write wins: a write the correction detector confidently calls a
+    correction, paraphrase or refinement of one of the run's own notes replaces it, at any
+    similarity ("I love blue charts!" → "actually, red charts!"). `distinct` never does, and
+    neither does high similarity alone (a less specific restatement would erase detail).
+    Across runs nothing is replaced (ADD-only-strict), but the note this write most likely
+    corrects is recorded for the Memory Manager."""
     assert attempt.neighbours is not None
-    return next((hit for hit in attempt.neighbours.near if hit.own), None)
+    for own in attempt.neighbours.own:
+        verdict = classify(own.note, attempt.text, own.similarity)
+        if supersedes(verdict):
+            attempt.replaces_own = ReplacedOwn(own.note_id, verdict.relation.value)
+            return None
+    for other in attempt.neighbours.related:
+        verdict = classify(other.note, attempt.text, other.similarity)
+        if verdict.relation is Relation.CORRECTION and supersedes(verdict):
+            attempt.corrects_note_id = other.note_id
+            return None
+    return None
 
 
 def per_run_cap(attempt: WriteAttempt) -> Outcome | None:
@@ -212,7 +240,7 @@ def per_run_cap(attempt: WriteAttempt) -> Outcome | None:
     limit = attempt.policy.per_run_cap if cap is None else cap
     if attempt.persisted_count < limit:
         return None
-    if _own_hit(attempt) is not None:
+    if attempt.replaces_own is not None:
         return None  # a correction of the run's own note is applied even at the cap
     return Outcome(
         Disposition.SKIPPED_CAP,
@@ -223,7 +251,7 @@ def per_run_cap(attempt: WriteAttempt) -> Outcome | None:
 
 def near_duplicate(attempt: WriteAttempt) -> Outcome | None:
     assert attempt.neighbours is not None
-    own = _own_hit(attempt)
+    own = attempt.replaces_own
     if own is not None:
         queries.supersede_own_note(
             attempt.conn, own.note_id, note=attempt.text, type=attempt.note_type,
@@ -232,7 +260,8 @@ def near_duplicate(attempt: WriteAttempt) -> Outcome | None:
         )
         return Outcome(
             Disposition.SUPERSEDED_OWN,
-            "Updated the note saved earlier in this run; the newest statement wins.",
+            f"Updated the note saved earlier in this run ({own.relation}); the newest "
+            "statement wins.",
             note_id=own.note_id,
         )
     exact = attempt.neighbours.exact
@@ -264,13 +293,16 @@ def persist_provisional(attempt: WriteAttempt) -> Outcome:
             source_conversation_id=attempt.run.conversation_id,
             source_conversation_detail_id=attempt.run.conversation_detail_id,
             source_agent_run_id=attempt.run.run_id,
+            corrects_note_id=attempt.corrects_note_id,
         ),
         attempt.now,
     )
+    corrects = (" It looks like a correction of an existing note; the Memory Manager will "
+                "retire the older one." if attempt.corrects_note_id else "")
     return Outcome(
         Disposition.WRITTEN,
         "Saved as a provisional note: it is available to future runs now and will be "
-        "reviewed by the Memory Manager.",
+        "reviewed by the Memory Manager." + corrects,
         note_id=note_id,
         persisted_increment=1,
     )
@@ -284,6 +316,7 @@ PIPELINE: Sequence[Guard] = (
     clamp_scope,
     look_around_scope,
     within_run_idempotency,
+    recognize_correction,
     per_run_cap,
     near_duplicate,
 )

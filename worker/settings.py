@@ -53,8 +53,11 @@ class Settings(BaseSettings):
     # --- write path (SPEC 4) -----------------------------------------------------------
     # The per-run cap of SPEC 4: new notes one run may persist (agents may override).
     per_run_cap: int = Field(default=5, ge=0)
-    near_dup_similarity: float = Field(default=0.85, gt=0, le=1)
     near_dup_shortlist: int = Field(default=3, ge=1)
+    # A write is checked for correcting the other notes of its scope at or above this cosine
+    # (a correction can sit far below the seeds' 0.85 near-duplicate threshold: "love blue
+    # charts" → "actually, red charts" is 0.63).
+    correction_related_similarity: float = Field(default=0.5, ge=0, le=1)
     provisional_ttl_days: float = Field(default=7.0, gt=0)
     max_note_length: int = Field(default=2000, ge=1)
     # A later sequence number waits this long for a missing earlier one before the gap is

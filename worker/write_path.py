@@ -108,8 +108,8 @@ class WriteDeps:
         return WritePolicy(
             per_run_cap=s.per_run_cap,
             max_note_length=s.max_note_length,
-            near_dup_similarity=s.near_dup_similarity,
             near_dup_shortlist=s.near_dup_shortlist,
+            correction_related_similarity=s.correction_related_similarity,
             provisional_ttl=timedelta(days=s.provisional_ttl_days),
         )
 

@@ -25,53 +25,64 @@ _OWN = f"(n.source_agent_run_id = :run_id AND n.author_type = '{AuthorType.AGENT
 # What the guards need to know about the write's exact scope, in one round trip:
 #  - within_run: a note this run already wrote or reinforced that currently says the same;
 #  - exact: any injectable note in the scope whose normalized text is the same;
-#  - near: the vector shortlist over injectable notes in the scope (same embedding model).
-# The shortlist is computed over a MATERIALIZED scope subset: an approximate vector index
+#  - own: every injectable note this run wrote in the scope (a run writes a handful), with
+#    its text and similarity, for the correction detector;
+#  - related: the most similar other injectable notes of the scope (same embedding model) at
+#    or above :related_floor, with their text: what a write may be correcting.
+# Similarities are computed over a MATERIALIZED scope subset: an approximate vector index
 # must never be scanned first and filtered after (that returns too few rows).
 # Only our own constant fragments are spliced into this statement.
 _SCOPE_NEIGHBOURS = text(f"""
 WITH within_run AS (
-    SELECT n.id, 'within_run' AS kind, 1.0::float8 AS similarity, true AS own
+    SELECT n.id, 'within_run' AS kind, 1.0::float8 AS similarity, NULL::text AS note
     FROM write_log w JOIN notes n ON n.id = w.note_id
     WHERE w.run_id = :run_id AND {SAME_SCOPE_SQL}
       AND n.content_hash = :content_hash AND n.{INJECTABLE_SQL}
     LIMIT 1
 ), exact AS (
-    SELECT n.id, 'exact' AS kind, 1.0::float8 AS similarity, coalesce({_OWN}, false) AS own
+    SELECT n.id, 'exact' AS kind, 1.0::float8 AS similarity, NULL::text AS note
     FROM notes n
     WHERE {SAME_SCOPE_SQL} AND n.content_hash = :content_hash
       AND n.{INJECTABLE_SQL}
     ORDER BY n.created_at
     LIMIT 1
 ), scoped AS MATERIALIZED (
-    SELECT n.id, n.embedding, coalesce({_OWN}, false) AS own
+    SELECT n.id, n.note, coalesce({_OWN}, false) AS own, n.created_at,
+        CASE WHEN :has_vector AND n.embedding_model = :embedding_model
+                  AND vector_dims(n.embedding) = :dims
+             THEN 1 - (n.embedding <=> CAST(:vector AS vector)) END AS similarity
     FROM notes n
-    WHERE :has_vector AND {SAME_SCOPE_SQL} AND n.{INJECTABLE_SQL}
-      AND n.embedding_model = :embedding_model AND vector_dims(n.embedding) = :dims
-), near AS (
-    SELECT id, 'near' AS kind, 1 - (embedding <=> CAST(:vector AS vector)) AS similarity, own
-    FROM scoped
-    ORDER BY embedding <=> CAST(:vector AS vector)
+    WHERE {SAME_SCOPE_SQL} AND n.{INJECTABLE_SQL}
+), own AS (
+    SELECT id, 'own' AS kind, similarity, note FROM scoped WHERE own
+    ORDER BY similarity DESC NULLS LAST, created_at DESC
+    LIMIT 50
+), related AS (
+    SELECT id, 'related' AS kind, similarity, note FROM scoped
+    WHERE NOT own AND similarity >= :related_floor
+    ORDER BY similarity DESC
     LIMIT :shortlist
 )
-SELECT id, kind, similarity, own FROM within_run
-UNION ALL SELECT id, kind, similarity, own FROM exact
-UNION ALL SELECT id, kind, similarity, own FROM near WHERE similarity >= :threshold
+SELECT id, kind, similarity, note FROM within_run
+UNION ALL SELECT id, kind, similarity, note FROM exact
+UNION ALL SELECT id, kind, similarity, note FROM own
+UNION ALL SELECT id, kind, similarity, note FROM related
 """)  # noqa: S608
 
 
 @dataclass(frozen=True)
 class Neighbour:
     note_id: uuid.UUID
-    similarity: float
-    own: bool
+    similarity: float | None  # None when either side has no comparable vector
+    note: str = ""
 
 
 @dataclass(frozen=True)
 class ScopeNeighbours:
     within_run: uuid.UUID | None
     exact: Neighbour | None
-    near: list[Neighbour]  # most similar first, at or above the threshold
+    own: list[Neighbour]  # the run's own notes in the scope, most similar first
+    related: list[Neighbour]  # other notes of the scope, most similar first
 
 
 def lock_scope(conn: Connection, scope: NoteScope) -> None:
@@ -87,7 +98,7 @@ def scope_neighbours(
     vector: np.ndarray | None,
     embedding_model: str | None,
     shortlist: int,
-    threshold: float,
+    related_floor: float,
 ) -> ScopeNeighbours:
     params = {
         **scope.sql_params(),
@@ -98,19 +109,23 @@ def scope_neighbours(
         "dims": 0 if vector is None else int(vector.shape[0]),
         "embedding_model": embedding_model,
         "shortlist": shortlist,
-        "threshold": threshold,
+        "related_floor": related_floor,
     }
     within_run = None
     exact = None
-    near: list[Neighbour] = []
+    own: list[Neighbour] = []
+    related: list[Neighbour] = []
     for row in conn.execute(_SCOPE_NEIGHBOURS, params):
+        similarity = None if row.similarity is None else float(row.similarity)
         if row.kind == "within_run":
             within_run = row.id
         elif row.kind == "exact":
-            exact = Neighbour(row.id, 1.0, row.own)
+            exact = Neighbour(row.id, 1.0)
+        elif row.kind == "own":
+            own.append(Neighbour(row.id, similarity, row.note))
         else:
-            near.append(Neighbour(row.id, float(row.similarity), row.own))
-    return ScopeNeighbours(within_run=within_run, exact=exact, near=near)
+            related.append(Neighbour(row.id, similarity, row.note))
+    return ScopeNeighbours(within_run=within_run, exact=exact, own=own, related=related)
 
 
 # --- note changes ---------------------------------------------------------------------------
