@@ -85,7 +85,8 @@ def test_a_recorded_correction_revokes_the_older_active_note(runtime, services, 
     assert revoked["valid_to"] is not None
     assert note_row(services.database_url, result["note_id"])["status"] == "Active"
     [event] = events_of(services.database_url, old)
-    assert event["action"] == "revoked" and [str(r) for r in event["related_note_ids"]] == [result["note_id"]]
+    assert event["action"] == "revoked"
+    assert [str(r) for r in event["related_note_ids"]] == [result["note_id"]]
 
 
 def test_a_protected_note_is_flagged_not_revoked(runtime, services, write):
