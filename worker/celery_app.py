@@ -107,3 +107,7 @@ def _prepare_worker_process(**_: Any) -> None:
         get_runtime().embedder  # noqa: B018 - load the model now, not on the first write
     except Exception:
         logging.getLogger(__name__).exception("embedder failed to load; writes will fail open")
+
+
+# Metrics, structured task logs and the metrics endpoint, through Celery signals.
+import worker.telemetry  # noqa: E402,F401

@@ -171,11 +171,16 @@ from worker.cli_health import health_cli  # noqa: E402
 
 cli.add_typer(health_cli, name="health")
 
-# `memory-worker cycle run|list`, `memory-worker notes history` (worker/cli_manager.py).
-from worker.cli_manager import cycle_cli, notes_cli  # noqa: E402
+# `memory-worker cycle run|list` (worker/cli_manager.py); `notes list|show|history`,
+# `explain`, `stats`, `write` (worker/cli_notes.py).
+from worker import cli_notes  # noqa: E402
+from worker.cli_manager import cycle_cli  # noqa: E402
 
 cli.add_typer(cycle_cli, name="cycle")
-cli.add_typer(notes_cli, name="notes")
+cli.add_typer(cli_notes.notes_cli, name="notes")
+cli.command()(cli_notes.explain)
+cli.command()(cli_notes.stats)
+cli.command()(cli_notes.write)
 
 
 def main() -> None:

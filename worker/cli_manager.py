@@ -1,10 +1,9 @@
-"""`memory-worker cycle run|list` and `memory-worker notes history`: the Memory Manager on
-the command line. Registered by worker/cli.py."""
+"""`memory-worker cycle run|list`: the Memory Manager on the command line. Registered by
+worker/cli.py."""
 
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -13,7 +12,6 @@ from rich.console import Console
 from rich.table import Table
 
 cycle_cli = typer.Typer(help="Run or list Memory Manager cycles.", no_args_is_help=True)
-notes_cli = typer.Typer(help="Inspect notes.", no_args_is_help=True)
 console = Console()
 
 
@@ -87,36 +85,4 @@ def cycle_list(
                       "" if seconds is None else f"{seconds:.1f}", str(c["maintenance"]),
                       str((c["counts"] or {}).get("new_notes", "")), str(c["model_calls"]),
                       c["error"] or "")
-    console.print(table)
-
-
-@notes_cli.command("history")
-def notes_history(
-    note_id: Annotated[str, typer.Argument(help="The note's id.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-) -> None:
-    """Everything that happened to a note: the write that created it, every status change
-    (who, why, related notes)."""
-    from db.queries.manager import note_history
-    from worker.runtime import get_runtime
-
-    try:
-        parsed = uuid.UUID(note_id)
-    except ValueError as exc:
-        raise typer.BadParameter("note id must be a UUID") from exc
-    with get_runtime().db.read() as conn:
-        history = note_history(conn, parsed)
-    if as_json:
-        _dump(history)
-        return
-    if not history:
-        console.print("no history for this note")
-        raise typer.Exit(1)
-    table = Table("when", "by", "what", "status", "why", "related")
-    for h in history:
-        status = (f"{h['from_status'] or ''} → {h['to_status'] or ''}"
-                  if h["from_status"] or h["to_status"] else "")
-        who = f"run {h['run_id']} #{h['seq']}" if h["source"] == "write" else h["actor"]
-        table.add_row(h["at"].isoformat(timespec="seconds"), who, h["action"], status,
-                      h["reason"], ", ".join(str(r) for r in h["related_note_ids"] or []))
     console.print(table)

@@ -126,6 +126,12 @@ class Settings(BaseSettings):
     flower_port: int = 5555
     flower_basic_auth: str | None = None  # "user:password"
     worker_concurrency: int = Field(default=3, ge=1)
+    # Prometheus /metrics from each worker's main process (unset: off). With several workers
+    # on one host give each its own port.
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    metrics_address: str = "127.0.0.1"
+    # json | text | auto (JSON unless stderr is a terminal)
+    log_format: Literal["auto", "json", "text"] = "auto"
     # Liveness heartbeat of this worker or beat process (worker/health.py). Unset:
     # <data_dir>/health/<role>.heartbeat (role `beat` or `worker-<queues>`), so the processes
     # sharing a data dir never share a file; a probe reads it without touching the broker.

@@ -30,6 +30,7 @@ from sqlalchemy import exc as sa_exc
 from db import queries
 from db.connector import Database
 from db.enums import Disposition
+from worker import metrics
 from worker.agents import config_from_row
 from worker.embeddings import Embedder, EmbeddingError
 from worker.guards import (
@@ -271,6 +272,7 @@ def _apply_sequenced(
             return WaitForSequence(run.run_id, seq, expected)
         queries.skip_gap(conn, run.run_id, seq - 1, now)
         detail["gap_skipped"] = [expected, seq - 1]
+        metrics.series().sequence_gaps.inc()
         log.warning("run %s: sequence gap %d..%d declared after %.1fs; applying %d",
                     run.run_id, expected, seq - 1, (now - waiting_since).total_seconds(), seq)
     elif seq < expected:

@@ -1,0 +1,58 @@
+"""Counts for operators: `memory-worker stats` and the metrics gauges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from db.enums import AuthorType, NoteStatus
+
+_OLDEST_PROVISIONAL = text(f"""
+SELECT coalesce(extract(epoch FROM (now() - min(created_at))), 0) AS age
+FROM notes
+WHERE status = '{NoteStatus.PROVISIONAL.value}' AND author_type = '{AuthorType.AGENT.value}'
+""")  # noqa: S608 - our own constants only
+
+_BY_STATUS = text("SELECT status, count(*) AS n FROM notes GROUP BY status")
+
+_BREAKDOWN = text("""
+SELECT status, author_type, type, count(*) AS n
+FROM notes GROUP BY status, author_type, type
+ORDER BY status, author_type, type
+""")
+
+_LAST_CYCLE = text("""
+SELECT id, status, maintenance, started_at, finished_at, error
+FROM manager_cycles WHERE status <> 'skipped'
+ORDER BY id DESC LIMIT 1
+""")
+
+_SKIPPED_CYCLES = text("SELECT count(*) FROM manager_cycles WHERE status = 'skipped'")
+
+
+def note_gauges(conn: Connection) -> tuple[float, dict[str, int]]:
+    age = float(conn.execute(_OLDEST_PROVISIONAL).scalar_one())
+    by_status = {row.status: int(row.n) for row in conn.execute(_BY_STATUS)}
+    for status in NoteStatus:
+        by_status.setdefault(status.value, 0)
+    return age, by_status
+
+
+def overview(conn: Connection) -> dict[str, Any]:
+    age, by_status = note_gauges(conn)
+    breakdown = [dict(row._mapping) for row in conn.execute(_BREAKDOWN)]
+    by_author: dict[str, int] = {}
+    by_type: dict[str, int] = {}
+    for row in breakdown:
+        by_author[row["author_type"]] = by_author.get(row["author_type"], 0) + row["n"]
+        by_type[row["type"]] = by_type.get(row["type"], 0) + row["n"]
+    last = conn.execute(_LAST_CYCLE).first()
+    return {
+        "notes_by_status": by_status,
+        "notes_by_author": by_author,
+        "notes_by_type": by_type,
+        "oldest_provisional_age_s": round(age, 1),
+        "last_cycle": dict(last._mapping) if last is not None else None,
+        "skipped_cycles": int(conn.execute(_SKIPPED_CYCLES).scalar_one()),
+    }

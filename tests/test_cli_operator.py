@@ -1,0 +1,109 @@
+"""Operator CLI against the real stack: notes list/show/history, explain, stats, write."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.manager_helpers import now_utc, seed_note
+from worker.cli import cli
+
+runner = CliRunner()
+
+
+def _json(*args: str) -> object:
+    result = runner.invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_notes_list_show_and_history(runtime, services):
+    a = seed_note(runtime, "User prefers metric units", user="U1")
+    seed_note(runtime, "User prefers dark mode", user="U2", status="Archived")
+    seed_note(runtime, "Team uses ISO weeks", user=None, author="MemoryManager")
+    listed = _json("notes", "list", "--agent", "A", "--user", "U1")
+    assert [n["note"] for n in listed] == ["User prefers metric units"]
+    archived = _json("notes", "list", "--status", "Archived")
+    assert [n["user_id"] for n in archived] == ["U2"]
+    agent_wide = _json("notes", "list", "--user", "-", "--author", "MemoryManager")
+    assert [n["note"] for n in agent_wide] == ["Team uses ISO weeks"]
+    shown = _json("notes", "show", str(a))
+    assert shown["note"] == "User prefers metric units" and "embedding" not in shown
+    assert _json("notes", "history", str(a)) == []
+    table = runner.invoke(cli, ["notes", "list"], env={"COLUMNS": "200"})
+    assert table.exit_code == 0 and "metric units" in table.output
+
+
+def test_explain_names_the_reason_for_each_matching_note(runtime, services):
+    from worker.agents import configure_agent
+
+    with runtime.db.transaction() as conn:
+        configure_agent(conn, "A", {"note_injection_strategy": "Recent",
+                                    "max_notes_to_inject": 1})
+    now = now_utc()
+    outranked = seed_note(runtime, "User thinks pie charts are fine for budgets",
+                          at=now - timedelta(hours=2))
+    injected = seed_note(runtime, "User prefers bar charts over pie charts",
+                         at=now - timedelta(hours=1))
+    other_user = seed_note(runtime, "User prefers bar charts over pie charts", user="U2")
+    expired = seed_note(runtime, "User dislikes pie charts in reports", status="Provisional",
+                        author="Agent", expires_at=now - timedelta(minutes=5))
+    archived = seed_note(runtime, "User loves pie charts", status="Archived")
+    report = _json("explain", "A", "pie charts", "--user", "U", "--company", "C")
+    verdicts = {e["note_id"]: e for e in report}
+    assert verdicts[str(injected)]["injected"] is True
+    assert verdicts[str(injected)]["verdict"] == "injected"
+    assert "outranked" in verdicts[str(outranked)]["verdict"]
+    assert "at most 1" in verdicts[str(outranked)]["verdict"]
+    assert "belongs to user U2" in verdicts[str(other_user)]["verdict"]
+    assert "expired" in verdicts[str(expired)]["verdict"]
+    assert "status is Archived" in verdicts[str(archived)]["verdict"]
+    for e in report:
+        assert set(e["checks"]) >= {"status", "scope", "expiry", "rank"}
+    plain = runner.invoke(cli, ["explain", "A", "pie charts", "--user", "U", "--company", "C"],
+                          env={"COLUMNS": "200"})
+    assert plain.exit_code == 0 and "outranked" in plain.output
+
+
+def test_explain_shows_what_created_and_changed_a_note(runtime, services):
+    from tests.helpers import Writer, run_context
+    from tests.manager_helpers import run_cycle
+
+    written = Writer(runtime.write_deps())(run_context("r-explain"), "User prefers tea")
+    run_cycle(runtime)
+    [entry] = _json("explain", "A", "tea", "--user", "U", "--company", "C")
+    assert entry["note_id"] == written["note_id"]
+    assert [(h["source"], h["action"]) for h in entry["history"]] == [
+        ("write", "written"), ("event", "hardened")]
+    assert entry["history"][0]["run_id"] == "r-explain"
+
+
+def test_stats_counts_notes_and_cycles(runtime, services):
+    from tests.manager_helpers import run_cycle
+
+    seed_note(runtime, "User prefers tea", status="Provisional", author="Agent",
+              expires_at=now_utc() + timedelta(days=7), at=now_utc() - timedelta(minutes=10))
+    seed_note(runtime, "User prefers dark mode", user="U2")
+    before = _json("stats")
+    assert before["notes_by_status"]["Provisional"] == 1
+    assert before["notes_by_author"] == {"Agent": 1, "User": 1}
+    assert before["oldest_provisional_age_s"] >= 590
+    assert before["last_cycle"] is None and before["pending_writes"] == 0
+    run_cycle(runtime)
+    after = _json("stats")
+    assert after["notes_by_status"]["Active"] == 2
+    assert after["last_cycle"]["status"] == "succeeded"
+    assert after["oldest_provisional_age_s"] == 0
+
+
+@pytest.mark.usefixtures("celery_worker")
+def test_write_enqueues_like_an_agent_service(runtime, services):
+    result = _json("write", "A", "User prefers metric units", "--user", "U", "--company", "C",
+                   "--run-id", "cli-run")
+    assert result["disposition"] == "written" and result["run_id"] == "cli-run"
+    again = _json("write", "A", "user prefers metric units", "--user", "U", "--company", "C",
+                  "--run-id", "cli-run")
+    assert again["disposition"] == "skipped-duplicate"
