@@ -1,0 +1,89 @@
+"""Flower as `memory-worker up` starts it: basic auth enforced, tasks listed by name,
+payloads masked, state kept in the data folder."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import wait_until
+from worker.client import enqueue_memory_writes
+from worker.settings import PROJECT_ROOT
+
+SECRET = "User hides the spare key under the blue flowerpot"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _get(url: str, auth: str | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url)
+    if auth:
+        request.add_header("Authorization",
+                           "Basic " + base64.b64encode(auth.encode()).decode())
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, ""
+    except (urllib.error.URLError, ConnectionError):
+        return 0, ""  # not listening yet
+
+
+@pytest.mark.usefixtures("celery_worker")
+def test_flower_requires_auth_and_never_shows_note_text(services, settings, tmp_path: Path):
+    from worker.stack import flower_command
+
+    port = _free_port()
+    auth = "ops:s3cret"
+    flower_settings = settings.model_copy(update={"flower_port": port,
+                                                  "flower_basic_auth": auth})
+    command = flower_command(flower_settings, tmp_path)
+    log = open(tmp_path / "flower.log", "wb")  # noqa: SIM115 - the child owns it
+    flower = subprocess.Popen(command, cwd=PROJECT_ROOT, env=os.environ.copy(), stdout=log,
+                              stderr=subprocess.STDOUT, start_new_session=True)
+    log.close()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _get(f"{base}/api/tasks")[0] == 401, timeout=60, interval=0.3)
+        assert _get(f"{base}/api/tasks", "ops:wrong")[0] == 401
+        enqueue_memory_writes({"run_id": "flower-run", "agent_id": "A", "user_id": "U"},
+                              [{"note": SECRET, "type": "Context"}]).results(timeout=30)
+
+        def listed() -> dict | None:
+            status, body = _get(f"{base}/api/tasks", auth)
+            tasks = json.loads(body) if status == 200 and body else {}
+            done = [t for t in tasks.values() if t.get("name") == "memory.write"
+                    and t.get("state") == "SUCCESS"]
+            return tasks if done else None
+
+        tasks = wait_until(listed, timeout=60, interval=0.5)
+        page = json.dumps(tasks)
+        assert "memory.write" in page
+        assert SECRET not in page and "flowerpot" not in page
+        [task] = [t for t in tasks.values() if t.get("name") == "memory.write"]
+        assert "flower-run" in task["args"] and "chars>" in task["args"]
+    finally:
+        os.killpg(flower.pid, signal.SIGTERM)
+        flower.wait(timeout=30)
+    assert (tmp_path / "flower.db").exists() or any(tmp_path.glob("flower.db*"))
+
+
+def test_flower_refuses_a_public_address_without_auth(settings):
+    from worker.stack import flower_command
+
+    with pytest.raises(RuntimeError, match="without authentication"):
+        flower_command(settings.model_copy(update={"flower_address": "0.0.0.0",
+                                                   "flower_basic_auth": None}), Path("/tmp"))
