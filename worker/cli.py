@@ -55,14 +55,19 @@ def worker(
     queues: Annotated[str | None, typer.Option("--queues", "-Q")] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", "-c")] = None,
     loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "INFO",
+    hostname: Annotated[str | None, typer.Option(
+        "--hostname", "-n", help="Node name (default: from the queues, e.g. writes@%h).")]
+    = None,
 ) -> None:
     """Run a Celery worker (default: the write queue)."""
     from worker.stack import worker_command
 
     settings = get_settings()
-    command = worker_command(queues or settings.write_queue,
-                             concurrency or settings.worker_concurrency,
-                             "memory-worker@%h", loglevel)
+    queues = queues or settings.write_queue
+    # Workers of different queues on one host must not share a node name (Flower, inspect).
+    default_name = "-".join(q.rsplit(".", 1)[-1] for q in queues.split(",")) + "@%h"
+    command = worker_command(queues, concurrency or settings.worker_concurrency,
+                             hostname or default_name, loglevel)
     os.execv(command[0], command)
 
 
