@@ -38,20 +38,29 @@ def cycle_run(
                                                           "maintenance": maintenance})
         report = result.get(timeout=3600)
     else:
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        from worker.manager.cycle import EVERY_CYCLE, MAINTENANCE, run_manager_cycle
+
         runtime = get_runtime()
+        phases = len(EVERY_CYCLE) + len(MAINTENANCE)
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                      console=console, disable=as_json, transient=True) as progress:
+            bar = progress.add_task("hardening", total=phases)
 
-        def progress(record: dict[str, Any]) -> None:
-            if not as_json:
-                state = f"[red]{record['error']}[/red]" if record["error"] else "ok"
-                console.print(f"  {record['phase']:<17} {record['duration_ms']:>9.1f} ms  "
-                              f"{state}  {json.dumps(record['counts'])}")
+            def on_phase(record: dict[str, Any]) -> None:
+                progress.advance(bar)
+                progress.update(bar, description=f"after {record['phase']}")
+                if not as_json:
+                    state = f"[red]{record['error']}[/red]" if record["error"] else "ok"
+                    progress.console.print(
+                        f"  {record['phase']:<17} {record['duration_ms']:>9.1f} ms  {state}  "
+                        f"{json.dumps(record['counts'])}")
 
-        from worker.manager.cycle import run_manager_cycle
-
-        report = run_manager_cycle(
-            runtime.db, runtime.settings, runtime._embedder_or_none(),
-            now=datetime.now(UTC), force=True, force_maintenance=maintenance,
-            on_phase=progress).as_dict()
+            report = run_manager_cycle(
+                runtime.db, runtime.settings, runtime._embedder_or_none(),
+                now=datetime.now(UTC), force=True, force_maintenance=maintenance,
+                on_phase=on_phase).as_dict()
     if as_json:
         _dump(report)
     else:
