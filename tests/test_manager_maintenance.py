@@ -231,3 +231,27 @@ def test_contradiction_pairs_per_cycle_are_capped(runtime, services):
     assert first["evaluated"] == 2
     second = resolve_contradictions(phase_deps(runtime, settings=settings))
     assert second["evaluated"] == 2 and second["memoized"] >= 2  # the next ones, not the same
+
+
+def test_after_three_generations_a_cluster_is_re_derived_from_the_originals(runtime, services):
+    originals = [seed_note(runtime, text, status="Archived") for text in CLUSTER]
+    summary = seed_note(runtime, "User prefers bar charts to pie charts (summary)")
+    with runtime.db.transaction() as conn:  # a third-generation summary of the originals
+        conn.exec_driver_sql(
+            "UPDATE notes SET consolidation_count = 3, derived_from_note_ids = %s WHERE id = %s",
+            (originals, summary))
+    fresh = [seed_note(runtime, "User likes bar charts better than pie charts"),
+             seed_note(runtime, "The user prefers bar charts over pie charts in reports")]
+    with OpenAIStub() as stub:
+        stub.chat = lambda body: json.dumps({"merge": True, "note": "User prefers bar charts"})
+        counts = consolidate_similar_notes(
+            phase_deps(runtime, settings=_stub_settings(runtime, stub)))
+        [request] = stub.chat_requests()
+    assert counts["clusters"] == 1
+    sent = json.loads(request["messages"][1]["content"])["NOTES"]
+    assert set(CLUSTER) <= set(sent)  # the originals, not the summary of summaries
+    assert "User prefers bar charts to pie charts (summary)" not in sent
+    [merged] = rows(services.database_url, "SELECT * FROM notes WHERE status = 'Active'")
+    assert merged["consolidation_count"] == 1
+    assert set(merged["derived_from_note_ids"]) == set(originals) | set(fresh)
+    assert note_row(services.database_url, summary)["consolidated_into_note_id"] == merged["id"]
