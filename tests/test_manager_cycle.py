@@ -32,6 +32,8 @@ def test_beat_schedule_fires_the_cycle_every_15_minutes_on_the_manager_queue(set
     assert app.conf.timezone == "UTC" and app.conf.enable_utc
     route = app.amqp.router.route({}, entry["task"])
     assert route["queue"].name == settings.manager_queue
+    limits = app.conf.task_annotations[entry["task"]]
+    assert limits["soft_time_limit"] < limits["time_limit"] == settings.cycle_time_limit_s
 
 
 def test_a_cycle_records_every_phase_with_times_counts_and_no_error(runtime, services):

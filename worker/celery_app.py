@@ -73,6 +73,12 @@ def celery_config(settings: Settings) -> dict[str, Any]:
                 "soft_time_limit": settings.write_soft_time_limit_s,
                 "time_limit": settings.write_time_limit_s,
             },
+            # A hung cycle must not hold the single-flight lock forever: past its limit the
+            # process is killed, its connection (and the lock) goes, the next tick runs.
+            "memory.manager.cycle": {
+                "soft_time_limit": max(1, settings.cycle_time_limit_s - 60),
+                "time_limit": settings.cycle_time_limit_s,
+            },
         },
         "beat_schedule": beat_schedule(settings),
         # Beat touches its liveness heartbeat on every tick (worker/health.py).

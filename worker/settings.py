@@ -92,6 +92,7 @@ class Settings(BaseSettings):
     maintenance_page_size: int = Field(default=2000, ge=1)
     # A beat tick not started within this many seconds is dropped (the period is 900 s).
     cycle_expires_s: int = Field(default=600, ge=1, lt=900)
+    cycle_time_limit_s: int = Field(default=3600, ge=60)
     consolidation_similarity: float = Field(default=0.60, gt=0, le=1)
     consolidation_min_cluster: int = Field(default=3, ge=2)
     consolidation_max_cluster: int = Field(default=7, ge=2)
