@@ -33,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 
 from db.enums import (
+    IN_FLIGHT_NOTE_TYPES,
     INJECTABLE_SQL,
     MESSAGE_ROLES,
     AuthorType,
@@ -109,12 +110,14 @@ agents = Table(
     Column("auto_archive_enabled", Boolean, nullable=False, server_default=text("true")),
     _ts("created_at", default_now=True, nullable=False),
     _ts("updated_at", default_now=True, nullable=False),
+    Column("memory_policy", JSONB),
     CheckConstraint("length(agent_id) BETWEEN 1 AND 200"),
     CheckConstraint("max_notes_to_inject BETWEEN 0 AND 100"),
     CheckConstraint(f"note_injection_strategy IN ({sql_in(tuple(InjectionStrategy))})"),
     CheckConstraint("max_examples_to_inject BETWEEN 0 AND 50"),
     CheckConstraint(f"example_injection_strategy IN ({sql_in(tuple(ExampleStrategy))})"),
     CheckConstraint("per_run_cap BETWEEN 0 AND 1000"),
+    CheckConstraint("memory_policy IS NULL OR jsonb_typeof(memory_policy) = 'object'"),
 )
 
 notes = Table(
@@ -260,7 +263,9 @@ runs = Table(
     _ts("updated_at", default_now=True, nullable=False),
     CheckConstraint("length(run_id) BETWEEN 1 AND 200"),
     CheckConstraint("applied_seq >= 0"),
+    Column("admitted_count", Integer, nullable=False, server_default=text("0")),
     CheckConstraint("persisted_count >= 0"),
+    CheckConstraint("admitted_count >= 0"),
 )
 
 write_log = Table(
@@ -276,6 +281,9 @@ write_log = Table(
     Column("duration_ms", REAL, nullable=False),
     Column("task_id", Text),
     _ts("applied_at", nullable=False),
+    Column("reason_code", Text),
+    Column("candidate_id", UUID(as_uuid=True), ForeignKey("memory_candidates.id")),
+    Column("admission_fingerprint", Text),
     PrimaryKeyConstraint("run_id", "seq"),
     CheckConstraint("seq >= 1"),
     CheckConstraint(f"disposition IN ({sql_in(tuple(Disposition))})"),
@@ -285,6 +293,68 @@ Index(
     write_log.c.note_id,
     postgresql_where=text("note_id IS NOT NULL"),
 )
+Index(
+    "write_log_fingerprint_idx",
+    write_log.c.run_id,
+    write_log.c.admission_fingerprint,
+    postgresql_where=text("admission_fingerprint IS NOT NULL"),
+)
+
+# Internal memory waiting for promotion (SPEC 5). Its own table: never injectable.
+CANDIDATE_STATUSES = ("candidate", "promoted", "rejected")
+
+memory_candidates = Table(
+    "memory_candidates",
+    metadata,
+    Column("id", UUID(as_uuid=True), primary_key=True),
+    Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("agent_id", Text, nullable=False),
+    *_scope_columns(),
+    Column(
+        "scope_key",
+        UUID(as_uuid=True),
+        Computed(
+            "memory_scope_key(agent_id, user_id, company_id, primary_scope_entity, "
+            "primary_scope_record_id, secondary_scopes)",
+            persisted=True,
+        ),
+        nullable=False,
+    ),
+    Column("source", Text, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("note", Text, nullable=False),
+    Column("content_hash", Text, nullable=False),
+    Column("conversation_id", Text),
+    Column("conversation_detail_id", Text),
+    Column("status", Text, nullable=False, server_default=text("'candidate'")),
+    Column("decision_reason", Text),
+    Column("decided_by", Text),
+    _ts("decided_at"),
+    Column("note_id", UUID(as_uuid=True), ForeignKey("notes.id")),
+    _ts("created_at", default_now=True, nullable=False),
+    _ts("updated_at", default_now=True, nullable=False),
+    CheckConstraint("seq >= 1"),
+    CheckConstraint("jsonb_typeof(secondary_scopes) = 'object'"),
+    CheckConstraint(f"type IN ({sql_in(IN_FLIGHT_NOTE_TYPES)})"),
+    CheckConstraint("length(note) > 0"),
+    CheckConstraint(f"status IN ({sql_in(CANDIDATE_STATUSES)})"),
+)
+Index(
+    "memory_candidates_pending_idx",
+    memory_candidates.c.run_id,
+    memory_candidates.c.scope_key,
+    memory_candidates.c.content_hash,
+    unique=True,
+    postgresql_where=text("status = 'candidate'"),
+)
+Index(
+    "memory_candidates_agent_idx",
+    memory_candidates.c.agent_id,
+    memory_candidates.c.status,
+    memory_candidates.c.created_at,
+)
+Index("memory_candidates_run_idx", memory_candidates.c.run_id, memory_candidates.c.created_at)
 
 trace_events = Table(
     "trace_events",

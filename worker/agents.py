@@ -9,6 +9,7 @@ from sqlalchemy import Connection
 
 from db import queries
 from db.enums import ExampleStrategy, InjectionStrategy
+from worker.admission import PolicyError, validate_policy_overrides
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,9 @@ class AgentConfig:
     reranker_config: dict[str, Any] | None = None
     scope_config: dict[str, Any] | None = None
     auto_archive_enabled: bool = True
+    # This agent's MemoryPolicy fields (SPEC 5, worker/admission.py); the rest come from the
+    # settings. None: the global policy as is.
+    memory_policy: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -75,15 +79,23 @@ def validate_changes(changes: Any) -> dict[str, Any]:
                 _check_int(name, changes[name], low, high, nullable=nullable)
             except AgentConfigError as exc:
                 problems.append(str(exc))
+    valid = {k: v for k, v in changes.items() if k in CONFIG_FIELDS}
+    if "memory_policy" in valid:
+        try:
+            valid["memory_policy"] = validate_policy_overrides(valid["memory_policy"])
+        except PolicyError as exc:
+            problems.append(f"memory_policy: {exc}")
     if problems:
         raise AgentConfigError("; ".join(problems))
-    return {k: v for k, v in changes.items() if k in CONFIG_FIELDS}
+    return valid
 
 
 def config_from_row(agent_id: str, row: dict[str, Any] | None) -> AgentConfig:
     if row is None:
         return AgentConfig(agent_id=agent_id)
-    return AgentConfig(agent_id=agent_id, **{k: row[k] for k in CONFIG_FIELDS})
+    # Only the columns the row has: a query that selects fewer (or predates a column) gets
+    # that field's default.
+    return AgentConfig(agent_id=agent_id, **{k: row[k] for k in CONFIG_FIELDS if k in row})
 
 
 def load_agent_config(conn: Connection, agent_id: str) -> AgentConfig:

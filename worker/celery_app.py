@@ -16,7 +16,8 @@ from kombu import Exchange, Queue
 from worker.settings import Settings, get_settings
 
 WRITE_TASKS = ("memory.write", "memory.context", "memory.agent.configure",
-               "memory.conversation.record")
+               "memory.conversation.record", "memory.candidate.promote",
+               "memory.candidate.reject", "memory.candidate.list")
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:

@@ -187,6 +187,11 @@ cli.command()(cli_notes.explain)
 cli.command()(cli_notes.stats)
 cli.command()(cli_notes.write)
 
+# `memory-worker candidates list|promote|reject` (worker/cli_candidates.py).
+from worker.cli_candidates import candidates_cli  # noqa: E402
+
+cli.add_typer(candidates_cli, name="candidates")
+
 
 def main() -> None:
     reset_settings_cache()

@@ -17,7 +17,7 @@ from celery.worker.request import Request
 SHOWN_KEYS = frozenset({
     "run_id", "agent_id", "user_id", "company_id", "conversation_id", "conversation_detail_id",
     "primary_scope_entity", "primary_scope_record_id", "source", "type", "scope_hint", "seq",
-    "force", "maintenance", "role", "rating", "id",
+    "force", "maintenance", "role", "rating", "id", "candidate_id", "actor", "status",
 })
 MAX_SHOWN = 80
 

@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from worker.admission_patterns import DEFAULT_REJECT_WRITE_PATTERNS
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 LOCAL_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -66,6 +68,47 @@ class Settings(BaseSettings):
     seq_wait_initial_s: float = Field(default=0.05, gt=0)
     seq_wait_max_s: float = Field(default=1.0, gt=0)
     seq_counter_ttl_days: int = Field(default=30, ge=1)
+
+    # --- write admission and trust (SPEC 5; worker/admission.py) ------------------------
+    # The global MemoryPolicy; an agent's `memory_policy` overrides any of these fields.
+    # Defaults leave ordinary user writes as they were: no length floor, no run limit, no
+    # duplicate blocking, no hook. The default patterns only match injection phrasings.
+    min_write_length: int = Field(default=0, ge=0)
+    reject_write_patterns: tuple[str, ...] = DEFAULT_REJECT_WRITE_PATTERNS
+    # A note that names another user's id ("user_id=u-2", "note for user 8812") is blocked.
+    reject_foreign_identities: bool = True
+    # A note that repeats itself (the same sentence three times, few distinct words) is blocked.
+    reject_repetitive_writes: bool = True
+    # Writes one run may get admitted (any outcome after admission, candidates included);
+    # None: no limit. Independent of per_run_cap, which counts new notes only.
+    max_writes_per_run: int | None = Field(default=None, ge=0)
+    reject_duplicate_writes: bool = False
+    # Dotted paths (`package.module:function` or `package.module.function`) of the hooks.
+    memory_write_admission: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MEMORY_WRITE_ADMISSION", "MEMORY_MEMORY_WRITE_ADMISSION"),
+    )
+    require_write_admission: bool = False
+    memory_promotion_admission: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MEMORY_PROMOTION_ADMISSION",
+                                      "MEMORY_MEMORY_PROMOTION_ADMISSION"),
+    )
+    require_promotion_for_internal_memory: bool = True
+    # Run sources whose writes are the user's own words; every other source (reflection,
+    # self_learning, delegation, tool, derived, or any name a service invents) is internal.
+    trusted_sources: tuple[str, ...] = ("user",)
+    # Read path (SPEC 5): inject only notes with a valid future expires_at; and whether notes
+    # without any provenance may be injected.
+    enforce_expires_at: bool = False
+    allow_unattributed_results: bool = True
+    # A hook that has not answered by then is treated as having raised (it runs while the
+    # run's lock is held, so it must be bounded well below the write time limit).
+    admission_hook_timeout_s: float = Field(default=2.0, gt=0, le=20)
+    # Module prefixes an agent's own memory_policy may name hooks from. The global hooks
+    # above are the operator's and always allowed; an agent configuration (which anyone
+    # who can reach the broker can send) may only pick from these.
+    admission_hook_modules: tuple[str, ...] = ()
 
     # --- read path (SPEC 6) ------------------------------------------------------------
     relevant_min_similarity: float = Field(default=0.5, ge=0, le=1)

@@ -130,3 +130,53 @@ def memory_manager_cycle(force: Any = False, maintenance: Any = False) -> dict[s
         force=force is True, force_maintenance=maintenance is True,
         task_id=memory_manager_cycle.request.id)
     return report.as_dict()
+
+
+# --- memory candidates (SPEC 5; worker/candidates.py) ------------------------------------------
+# On the write queue: a promotion is a write of the candidate's run and takes its lock.
+
+def _candidate_task(action: Any) -> dict[str, Any]:
+    from worker.candidates import CandidateError
+
+    try:
+        return dict(action().as_dict())
+    except CandidateError as exc:
+        return {"ok": False, "error": str(exc)}
+
+
+@app.task(name="memory.candidate.promote", acks_late=True)
+def memory_candidate_promote(candidate_id: Any = None, rewrite: Any = None,
+                             actor: Any = None) -> dict[str, Any]:
+    """Promote a held candidate into a (provisional) note, optionally rewritten first."""
+    from worker.candidates import promote_candidate
+
+    deps = get_runtime().write_deps()
+    return _candidate_task(lambda: promote_candidate(deps, candidate_id, rewrite=rewrite,
+                                                     actor=actor))
+
+
+@app.task(name="memory.candidate.reject", acks_late=True)
+def memory_candidate_reject(candidate_id: Any = None, reason: Any = None,
+                            actor: Any = None) -> dict[str, Any]:
+    """Reject a held candidate; it is never injected."""
+    from worker.candidates import reject_candidate
+
+    deps = get_runtime().write_deps()
+    return _candidate_task(lambda: reject_candidate(deps, candidate_id, reason=reason,
+                                                    actor=actor))
+
+
+# The result carries candidate text: keep it out of worker logs and task events (Flower).
+@app.task(name="memory.candidate.list", resultrepr_maxsize=1)
+def memory_candidate_list(agent_id: Any = None, run_id: Any = None, status: Any = "candidate",
+                          limit: Any = 100) -> dict[str, Any]:
+    """Candidates of an agent and/or run, oldest first, with their text."""
+    from worker.candidates import list_candidates
+
+    if not all(v is None or isinstance(v, str) for v in (agent_id, run_id, status)):
+        return {"ok": False, "error": "agent_id, run_id and status must be strings"}
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        return {"ok": False, "error": "limit must be an integer"}
+    found = list_candidates(get_runtime().write_deps(), agent_id=agent_id, run_id=run_id,
+                            status=status, limit=limit)
+    return {"ok": True, "candidates": found}

@@ -31,6 +31,7 @@ from db import queries
 from db.connector import Database
 from db.enums import Disposition
 from worker import metrics
+from worker.admission import TraceEvent, TraceEventName, log_trace, resolve_policy
 from worker.agents import config_from_row
 from worker.embeddings import Embedder, EmbeddingError
 from worker.guards import (
@@ -73,6 +74,10 @@ class WriteResult:
     final_scope: dict[str, Any] | None = None
     duration_ms: float = 0.0
     replayed: bool = False
+    # Admission (SPEC 5): why a write was `blocked` / held as a `candidate`, and the
+    # candidate's id (for promotion later).
+    reason_code: str | None = None
+    candidate_id: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +89,8 @@ class WriteResult:
             "seq": self.seq,
             "run_id": self.run_id,
             "replayed": self.replayed,
+            "reason_code": self.reason_code,
+            "candidate_id": self.candidate_id,
         }
 
 
@@ -128,11 +135,21 @@ ERROR_REASON = (
 
 
 def _event_for(disposition: str) -> str:
-    return "memory_write" if disposition in PERSISTED else "memory_write_skip"
+    if disposition in PERSISTED:
+        return TraceEventName.WRITE
+    if disposition == Disposition.BLOCKED:
+        return TraceEventName.WRITE_BLOCK
+    if disposition == Disposition.CANDIDATE:
+        return TraceEventName.PROMOTION_REQUIRED
+    return TraceEventName.WRITE_SKIP
 
 
 def _embed(deps: WriteDeps, request: WriteRequest) -> Embedding:
-    text = embeddable_text(request, deps.settings.max_note_length)
+    return embed_text(deps, embeddable_text(request, deps.settings.max_note_length))
+
+
+def embed_text(deps: WriteDeps, text: str | None) -> Embedding:
+    """One text's vector; fails open (no vector) on any embedding error."""
     if text is None or deps.embedder is None:
         return Embedding(None, None, None if text is None else "no embedder configured")
     try:
@@ -222,10 +239,14 @@ def apply_memory_write(
     attempts = max(1, deps.settings.write_max_retries)
     for attempt_no in range(1, attempts + 1):
         try:
+            traced: list[dict[str, Any]] = []
             with deps.db.transaction() as conn:
-                return _apply_sequenced(
-                    conn, deps, run, request, seq, digest, embedding, task_id, started
+                result = _apply_sequenced(
+                    conn, deps, run, request, seq, digest, embedding, task_id, started, traced
                 )
+            for fields in traced:  # logged once committed, so a rolled-back try logs nothing
+                log_trace(**fields)
+            return result
         except TRANSIENT_DB_ERRORS as exc:
             if attempt_no == attempts:
                 log.error("memory write %s/%s failed after %d attempts", run.run_id, seq,
@@ -251,6 +272,7 @@ def _apply_sequenced(
     embedding: Embedding,
     task_id: str | None,
     started: float,
+    traced: list[dict[str, Any]],
 ) -> WriteResult | WaitForSequence:
     now = deps.clock()
     queries.lock_run(conn, run.run_id)
@@ -278,6 +300,7 @@ def _apply_sequenced(
     elif seq < expected:
         detail["applied_out_of_order"] = True  # late arrival after a declared gap, or a retry
 
+    admitted: WriteAttempt | None = None  # the attempt, once the guards ran
     if state.run_exists and state.context_digest != context_digest:
         outcome = Outcome(
             Disposition.REJECTED_INVALID,
@@ -289,34 +312,52 @@ def _apply_sequenced(
         outcome = Outcome(Disposition.REJECTED_INVALID, f"Not saved: {request.reason}.")
         final_scope = None
     else:
+        agent = config_from_row(run.agent_id, state.agent_row)
         attempt = WriteAttempt(
             conn=conn,
             run=run,
             request=request,
             seq=seq,
-            agent=config_from_row(run.agent_id, state.agent_row),
+            agent=agent,
             policy=deps.policy,
             persisted_count=state.persisted_count,
             embedding=embedding,
             now=now,
+            memory_policy=resolve_policy(deps.settings, agent.memory_policy),
+            admitted_count=state.admitted_count,
+            embed=lambda text: embed_text(deps, text),
         )
         outcome = run_guards(attempt)
+        admitted = attempt
+        detail.update(outcome.detail)
+        detail.update(attempt.hook_detail)
         final_scope = attempt.scope.as_dict() if attempt.scope is not None else None
         if attempt.notices:
             outcome = Outcome(outcome.disposition,
                               f"{outcome.reason} Note: {'; '.join(attempt.notices)}.",
                               outcome.note_id, outcome.persisted_increment)
-        if embedding.error:
-            detail["embedding_error"] = embedding.error
+        if attempt.embedding.error:
+            detail["embedding_error"] = attempt.embedding.error
 
     duration_ms = (time.perf_counter() - started) * 1000
+    event = _event_for(outcome.disposition)
+    through = admitted is not None and admitted.admitted
     queries.record_write(conn, queries.WriteRecord(
         run_id=run.run_id, seq=seq, agent_id=run.agent_id, payload_digest=digest,
         disposition=outcome.disposition, note_id=outcome.note_id, reason=outcome.reason,
         final_scope=final_scope, duration_ms=duration_ms, task_id=task_id,
-        event=_event_for(outcome.disposition), detail=detail,
+        event=event, detail=detail,
         persisted_increment=outcome.persisted_increment,
+        reason_code=outcome.reason_code, candidate_id=outcome.candidate_id,
+        admission_fingerprint=admitted.fingerprint if through and admitted else None,
+        admitted_increment=1 if through else 0,
     ), now)
+    traced.append({"event": event, "run_id": run.run_id, "seq": seq, "agent_id": run.agent_id,
+                   "disposition": outcome.disposition, "note_id": outcome.note_id,
+                   "candidate_id": outcome.candidate_id, "detail": detail,
+                   "duration_ms": round(duration_ms, 3)})
+    for extra in admitted.events if admitted is not None else ():
+        _record_event(conn, extra, run, seq, now, traced)
     return WriteResult(
         disposition=outcome.disposition,
         reason=outcome.reason,
@@ -325,7 +366,20 @@ def _apply_sequenced(
         note_id=str(outcome.note_id) if outcome.note_id else None,
         final_scope=final_scope,
         duration_ms=duration_ms,
+        reason_code=outcome.reason_code,
+        candidate_id=str(outcome.candidate_id) if outcome.candidate_id else None,
     )
+
+
+def _record_event(conn: Connection, event: TraceEvent, run: RunContext, seq: int,
+                  now: datetime, traced: list[dict[str, Any]]) -> None:
+    """A trace step besides the write's own (a promotion decision), same transaction."""
+    queries.insert_trace(conn, event=event.event, now=now, run_id=run.run_id, seq=seq,
+                         agent_id=run.agent_id, disposition=event.disposition,
+                         note_id=event.note_id, reason=event.reason, detail=event.detail)
+    traced.append({"event": event.event, "run_id": run.run_id, "seq": seq,
+                   "agent_id": run.agent_id, "disposition": event.disposition,
+                   "note_id": event.note_id, "detail": event.detail})
 
 
 def _replay(run_id: str, seq: int, logged: dict[str, Any]) -> WriteResult:
@@ -338,6 +392,8 @@ def _replay(run_id: str, seq: int, logged: dict[str, Any]) -> WriteResult:
         final_scope=logged["final_scope"],
         duration_ms=float(logged["duration_ms"]),
         replayed=True,
+        reason_code=logged.get("reason_code"),
+        candidate_id=str(logged["candidate_id"]) if logged.get("candidate_id") else None,
     )
 
 

@@ -15,11 +15,11 @@ _UPSERT_AGENT = text("""
 INSERT INTO agents (agent_id, allow_memory_write, inject_notes, max_notes_to_inject,
     note_injection_strategy, inject_examples, max_examples_to_inject,
     example_injection_strategy, per_run_cap, reranker_config, scope_config,
-    auto_archive_enabled)
+    auto_archive_enabled, memory_policy)
 VALUES (:agent_id, :allow_memory_write, :inject_notes, :max_notes_to_inject,
     :note_injection_strategy, :inject_examples, :max_examples_to_inject,
     :example_injection_strategy, :per_run_cap, CAST(:reranker_config AS jsonb),
-    CAST(:scope_config AS jsonb), :auto_archive_enabled)
+    CAST(:scope_config AS jsonb), :auto_archive_enabled, CAST(:memory_policy AS jsonb))
 ON CONFLICT (agent_id) DO UPDATE SET
     allow_memory_write = EXCLUDED.allow_memory_write,
     inject_notes = EXCLUDED.inject_notes,
@@ -32,6 +32,7 @@ ON CONFLICT (agent_id) DO UPDATE SET
     reranker_config = EXCLUDED.reranker_config,
     scope_config = EXCLUDED.scope_config,
     auto_archive_enabled = EXCLUDED.auto_archive_enabled,
+    memory_policy = EXCLUDED.memory_policy,
     updated_at = now()
 """)
 
@@ -49,4 +50,5 @@ def upsert_agent(conn: Connection, config: dict[str, Any]) -> None:
     params = dict(config)
     params["reranker_config"] = json_or_none(params.get("reranker_config"))
     params["scope_config"] = json_or_none(params.get("scope_config"))
+    params["memory_policy"] = json_or_none(params.get("memory_policy"))
     conn.execute(_UPSERT_AGENT, params)

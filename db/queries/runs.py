@@ -22,15 +22,16 @@ _LOCK_RUN = text("SELECT pg_advisory_xact_lock(hashtextextended('memory.run:' ||
 # separate statement from the lock: in READ COMMITTED a statement's snapshot is taken when
 # it starts, so reading in the locking statement could miss the previous holder's commit.
 _WRITE_STATE = text("""
-SELECT r.applied_seq, r.persisted_count, r.context_digest, r.gap_wait_started_at,
-       (r.run_id IS NOT NULL) AS run_exists,
+SELECT r.applied_seq, r.persisted_count, r.admitted_count, r.context_digest,
+       r.gap_wait_started_at, (r.run_id IS NOT NULL) AS run_exists,
        w.payload_digest AS log_digest, w.disposition AS log_disposition,
        w.note_id AS log_note_id, w.reason AS log_reason, w.final_scope AS log_final_scope,
-       w.duration_ms AS log_duration_ms,
+       w.duration_ms AS log_duration_ms, w.reason_code AS log_reason_code,
+       w.candidate_id AS log_candidate_id,
        a.agent_id AS agent_row_id, a.allow_memory_write, a.inject_notes,
        a.max_notes_to_inject, a.note_injection_strategy, a.inject_examples,
        a.max_examples_to_inject, a.example_injection_strategy, a.per_run_cap,
-       a.reranker_config, a.scope_config, a.auto_archive_enabled
+       a.reranker_config, a.scope_config, a.auto_archive_enabled, a.memory_policy
 FROM (SELECT 1) AS one
 LEFT JOIN runs r ON r.run_id = :run_id
 LEFT JOIN write_log w ON w.run_id = :run_id AND w.seq = :seq
@@ -63,6 +64,8 @@ class WriteState:
     run_exists: bool
     applied_seq: int
     persisted_count: int
+    # Writes admission let through so far (max_writes_per_run).
+    admitted_count: int
     context_digest: str | None
     gap_wait_started_at: datetime | None
     logged: dict[str, Any] | None
@@ -86,6 +89,8 @@ def load_write_state(conn: Connection, run_id: str, seq: int, agent_id: str) -> 
             "reason": row["log_reason"],
             "final_scope": row["log_final_scope"],
             "duration_ms": row["log_duration_ms"],
+            "reason_code": row["log_reason_code"],
+            "candidate_id": row["log_candidate_id"],
         }
     agent_row = None
     if row["agent_row_id"] is not None:
@@ -95,6 +100,7 @@ def load_write_state(conn: Connection, run_id: str, seq: int, agent_id: str) -> 
         run_exists=bool(row["run_exists"]),
         applied_seq=int(row["applied_seq"] or 0),
         persisted_count=int(row["persisted_count"] or 0),
+        admitted_count=int(row["admitted_count"] or 0),
         context_digest=row["context_digest"],
         gap_wait_started_at=row["gap_wait_started_at"],
         logged=logged,
@@ -103,9 +109,9 @@ def load_write_state(conn: Connection, run_id: str, seq: int, agent_id: str) -> 
 
 
 _NON_AGENT_STATE = frozenset({
-    "applied_seq", "persisted_count", "context_digest", "gap_wait_started_at", "run_exists",
-    "log_digest", "log_disposition", "log_note_id", "log_reason", "log_final_scope",
-    "log_duration_ms",
+    "applied_seq", "persisted_count", "admitted_count", "context_digest", "gap_wait_started_at",
+    "run_exists", "log_digest", "log_disposition", "log_note_id", "log_reason",
+    "log_final_scope", "log_duration_ms", "log_reason_code", "log_candidate_id",
 })
 
 
@@ -141,18 +147,23 @@ def skip_gap(conn: Connection, run_id: str, seq_before: int, now: datetime) -> N
 _RECORD_WRITE = text("""
 WITH logged AS (
     INSERT INTO write_log (run_id, seq, payload_digest, disposition, note_id, reason,
-        final_scope, duration_ms, task_id, applied_at)
+        final_scope, duration_ms, task_id, applied_at, reason_code, candidate_id,
+        admission_fingerprint)
     VALUES (:run_id, :seq, :payload_digest, :disposition, :note_id, :reason,
-        CAST(:final_scope AS jsonb), :duration_ms, :task_id, :now)
+        CAST(:final_scope AS jsonb), :duration_ms, :task_id, :now, :reason_code, :candidate_id,
+        :admission_fingerprint)
     ON CONFLICT (run_id, seq) DO UPDATE SET
         payload_digest = EXCLUDED.payload_digest, disposition = EXCLUDED.disposition,
         note_id = EXCLUDED.note_id, reason = EXCLUDED.reason,
         final_scope = EXCLUDED.final_scope, duration_ms = EXCLUDED.duration_ms,
-        task_id = EXCLUDED.task_id, applied_at = EXCLUDED.applied_at
+        task_id = EXCLUDED.task_id, applied_at = EXCLUDED.applied_at,
+        reason_code = EXCLUDED.reason_code, candidate_id = EXCLUDED.candidate_id,
+        admission_fingerprint = EXCLUDED.admission_fingerprint
     RETURNING seq
 ), advanced AS (
     UPDATE runs SET applied_seq = greatest(applied_seq, :seq),
         persisted_count = persisted_count + :persisted_increment,
+        admitted_count = admitted_count + :admitted_increment,
         gap_wait_started_at = CASE WHEN :seq >= applied_seq + 1 THEN NULL
                                    ELSE gap_wait_started_at END,
         updated_at = :now
@@ -189,6 +200,12 @@ class WriteRecord:
     event: str
     detail: dict[str, Any]
     persisted_increment: int
+    # Admission (SPEC 5): the blocked/candidate reason code, the candidate held, the write's
+    # duplicate fingerprint and whether it counts toward max_writes_per_run.
+    reason_code: str | None = None
+    candidate_id: uuid.UUID | None = None
+    admission_fingerprint: str | None = None
+    admitted_increment: int = 0
 
 
 def record_write(conn: Connection, record: WriteRecord, now: datetime) -> None:
@@ -206,6 +223,10 @@ def record_write(conn: Connection, record: WriteRecord, now: datetime) -> None:
         "event": record.event,
         "detail": json.dumps(record.detail),
         "persisted_increment": record.persisted_increment,
+        "reason_code": record.reason_code,
+        "candidate_id": record.candidate_id,
+        "admission_fingerprint": record.admission_fingerprint,
+        "admitted_increment": record.admitted_increment,
         "now": now,
     })
 

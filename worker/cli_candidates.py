@@ -1,0 +1,120 @@
+"""`memory-worker candidates list|promote|reject`: internal memory held for review (SPEC 5).
+Registered by worker/cli.py.
+
+`list` prints the candidates' text (it is the operator's review queue); promote and reject
+print only ids and outcomes. `--via-worker` sends promote/reject to the write queue instead of
+running them here (same code, same run lock).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+candidates_cli = typer.Typer(
+    help="Internal memory (reflection, self-learning, delegation, tools) held as candidates: "
+         "list, promote into notes, reject.",
+    no_args_is_help=True,
+)
+console = Console()
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+ActorOption = Annotated[str, typer.Option(help="Who decides (recorded).")]
+ViaWorker = Annotated[bool, typer.Option("--via-worker",
+                                         help="Send it to the write queue instead.")]
+
+
+def _print(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result, indent=2, default=str, ensure_ascii=False))
+    elif result.get("ok"):
+        note = f" note {result['note_id']}" if result.get("note_id") else ""
+        console.print(f"{result['candidate_id']}: {result['status']}"
+                      f"{' (unchanged)' if not result['changed'] else ''}{note} — "
+                      f"{result['reason']}", markup=False)
+    else:
+        console.print(f"error: {result.get('error')}", markup=False)
+    if not result.get("ok"):
+        raise typer.Exit(1)
+
+
+@candidates_cli.command("list")
+def candidates_list(
+    agent: Annotated[str | None, typer.Option("--agent", "-a")] = None,
+    run: Annotated[str | None, typer.Option("--run", "-r")] = None,
+    status: Annotated[str, typer.Option(help="candidate, promoted, rejected or all.")]
+    = "candidate",
+    limit: Annotated[int, typer.Option(help="Oldest first.")] = 100,
+    as_json: JsonOption = False,
+) -> None:
+    """Candidates of an agent and/or run."""
+    from worker.candidates import list_candidates
+    from worker.runtime import get_runtime
+
+    found = list_candidates(get_runtime().write_deps(), agent_id=agent, run_id=run,
+                            status=None if status == "all" else status, limit=limit)
+    if as_json:
+        print(json.dumps(found, indent=2, default=str, ensure_ascii=False))
+        return
+    table = Table("id", "created", "status", "source", "agent", "user", "run", "type", "note")
+    for c in found:
+        table.add_row(c["candidate_id"], c["created_at"][:16], c["status"], c["source"],
+                      c["agent_id"], c["user_id"] or "", c["run_id"], c["type"], c["note"])
+    console.print(table)
+
+
+@candidates_cli.command("promote")
+def candidates_promote(
+    candidate_id: str,
+    rewrite: Annotated[str | None, typer.Option(help="Store this text instead.")] = None,
+    actor: ActorOption = "operator",
+    via_worker: ViaWorker = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Write a candidate as a note through the normal pipeline (dedupe, scope, TTL)."""
+    if via_worker:
+        from worker.tasks import memory_candidate_promote
+
+        result = memory_candidate_promote.apply_async(kwargs={
+            "candidate_id": candidate_id, "rewrite": rewrite, "actor": actor}).get(timeout=60)
+    else:
+        from worker.candidates import CandidateError, promote_candidate
+        from worker.runtime import get_runtime
+
+        try:
+            result = promote_candidate(get_runtime().write_deps(), candidate_id,
+                                       rewrite=rewrite, actor=actor).as_dict()
+        except CandidateError as exc:
+            result = {"ok": False, "error": str(exc)}
+    _print(result, as_json)
+
+
+@candidates_cli.command("reject")
+def candidates_reject(
+    candidate_id: str,
+    reason: Annotated[str | None, typer.Option(help="Why (recorded; never note text).")]
+    = None,
+    actor: ActorOption = "operator",
+    via_worker: ViaWorker = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Reject a candidate: it is kept for audit and never injected."""
+    if via_worker:
+        from worker.tasks import memory_candidate_reject
+
+        result = memory_candidate_reject.apply_async(kwargs={
+            "candidate_id": candidate_id, "reason": reason, "actor": actor}).get(timeout=60)
+    else:
+        from worker.candidates import CandidateError, reject_candidate
+        from worker.runtime import get_runtime
+
+        try:
+            result = reject_candidate(get_runtime().write_deps(), candidate_id, reason=reason,
+                                      actor=actor).as_dict()
+        except CandidateError as exc:
+            result = {"ok": False, "error": str(exc)}
+    _print(result, as_json)
