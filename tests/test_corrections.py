@@ -5,9 +5,14 @@ Pure: no database. Similarities come from the real default embedder (all-MiniLM-
 built here in a module-scoped fixture rather than through conftest's `embedder` fixture, which
 starts Postgres. Speed is measured by `bench/corrections.py`, not asserted here.
 
-tests/data/correction_pairs.tsv is the tuning set. tests/data/correction_pairs_holdout.tsv was
-written after the detector was frozen and is only checked for well-formedness here: asserting
-on it would turn it into a tuning target. The bench reports both.
+Data files (bench/corrections.py reports all of them):
+  * correction_pairs.tsv and correction_pairs_holdout.tsv - the tuning set. The second was the
+    round-1 held-out set and was folded into tuning in round 2; the targets are asserted on both.
+  * correction_pairs_dev.tsv - adversarial probes written while tuning round 2: no distinct pair
+    may be merged, the rest has regression floors.
+  * correction_pairs_holdout2.tsv, correction_pairs_holdout3.tsv - written blind after the
+    detector was frozen (rounds 2 and 3). Only checked for well-formedness here: asserting on
+    them would turn them into tuning targets.
 """
 
 from __future__ import annotations
@@ -32,14 +37,20 @@ from worker.corrections import (
 
 DATA = Path(__file__).parent / "data"
 TRAIN = DATA / "correction_pairs.tsv"
-HOLDOUT = DATA / "correction_pairs_holdout.tsv"
+HOLDOUT = DATA / "correction_pairs_holdout.tsv"  # round-1 held-out, folded into tuning
+DEV = DATA / "correction_pairs_dev.tsv"
+HOLDOUT2 = DATA / "correction_pairs_holdout2.tsv"
+HOLDOUT3 = DATA / "correction_pairs_holdout3.tsv"
+TUNING = (TRAIN, HOLDOUT)
+ALL_FILES = (TRAIN, HOLDOUT, DEV, HOLDOUT2, HOLDOUT3)
 
 # Every signal name the detector may emit: fixed vocabulary, never note text.
 KNOWN_SIGNALS = frozenset({
     "added_detail", "additive_marker", "class_value_change", "comparison_swap",
     "correction_marker", "dropped_detail", "explicit_rejection", "fragment",
     "generic_words_differ", "head_change", "holder_change", "marker_on_shared_topic",
-    "multi_span_change", "negated_antonym", "no_content", "object_swap", "polarity_flip",
+    "equivalent_verb", "multi_span_change", "negated_antonym", "negation_agrees", "no_content",
+    "object_swap", "phrasal_verb", "polarity_flip",
     "polarity_reversal", "predicate_change", "predicate_family_change", "restated",
     "same_content", "shared_anchor", "similarity_high", "similarity_low", "similarity_mid",
     "slot_mismatch", "slot_value_change", "subject_change", "value_class_conflict",
@@ -71,7 +82,7 @@ def cosine() -> Cosine:
         vectors([a, b])
         return float(np.dot(cache[a], cache[b]))  # vectors are L2-normalized
 
-    rows = load_pairs(TRAIN)
+    rows = [row for path in (*TUNING, DEV) for row in load_pairs(path)]
     vectors([r["earlier"] for r in rows] + [r["later"] for r in rows])
     return cos
 
@@ -101,7 +112,12 @@ CORRECTIONS = [
     ("User's team meeting is on Mondays.", "no, Fridays"),
     ("User lives in Berlin.", "User moved to Munich."),
     ("User prefers email over phone calls.", "User prefers phone calls over email."),
+    ("User prefers phone calls over email.", "User prefers email over phone calls."),
     ("The user's cat is called Miso.", "the cat's name is Mochi, not Miso"),
+    ("The user's cat is called Mochi.", "the cat's name is Miso, not Mochi"),
+    ("User's team meeting is on Fridays.", "no, Mondays"),
+    ("User lives in Munich.", "User moved to Berlin."),
+    ("I love bar charts", "never use bar charts, pie charts only"),
 ]
 
 
@@ -146,6 +162,91 @@ def test_restatements_and_refinements_supersede(judge, earlier, later, relation)
     assert supersedes(verdict)
 
 
+# A "not X" that the earlier note already rejects agrees with it; it is not a reversal.
+AGREEMENTS = [
+    ("User likes bar charts more than pie charts for dashboards",
+     "Bars, not pies, on dashboards"),
+    ("User prefers bar charts over pie charts.", "Never pie charts, bars only."),
+    ("User prefers answers without emoji.", "User doesn't want emoji in answers."),
+]
+
+
+@pytest.mark.parametrize("earlier, later", AGREEMENTS + [(b, a) for a, b in AGREEMENTS])
+def test_agreeing_with_a_rejection_is_not_a_correction(judge, earlier, later):
+    assert judge(earlier, later).relation is not Relation.CORRECTION
+    assert classify(earlier, later, 0.8).relation is not Relation.CORRECTION
+
+
+def test_wanting_what_was_rejected_is_a_correction(judge):
+    for earlier, later in [("User prefers answers without emoji.", "User wants emoji in answers."),
+                           ("User drinks coffee with milk.",
+                            "User drinks coffee without milk now."),
+                           ("User prefers bar charts over pie charts.",
+                            "User doesn't like bar charts anymore.")]:
+        assert judge(earlier, later).relation is Relation.CORRECTION, (earlier, later)
+
+
+# Facts that look alike but are two: another verb (a particle), another head noun, another
+# object of one habit, another holder, another subject, another attribute of a person.
+LOOKALIKES = [
+    ("User works on Mondays.", "User works out on Mondays."),
+    ("User logs in at 8.", "User logs off at 8."),
+    ("User's home office has a window.", "User's home office has a window seat."),
+    ("User has a bike.", "User has a bike rack."),
+    ("User prefers email.", "User prefers email newsletters."),
+    ("User checks email at 9am.", "User checks Slack at 9am."),
+    ("User learns Spanish on weekends.", "User learns French on weekends."),
+    ("User likes red wine.", "User likes white wine."),
+    ("User's dog is called Max.", "User's dog's vet is called Max."),
+    ("User's cat is called Toast.", "User's cat sitter is called Toast."),
+    ("User's work laptop is a Dell.", "User's personal laptop is a Dell."),
+    ("User's partner is vegan.", "User's partner is a vet."),
+    ("User never works weekends.", "User never works late."),
+    ("User is vegetarian.", "User is a vegetarian cook."),
+]
+
+
+@pytest.mark.parametrize("earlier, later", LOOKALIKES + [(b, a) for a, b in LOOKALIKES])
+def test_lookalike_facts_are_never_merged(judge, earlier, later):
+    verdict = judge(earlier, later)
+    assert not supersedes(verdict), verdict
+
+
+# Synonym and antonym knowledge (curated, offline): restatements that share few words, and
+# corrections whose values are antonyms rather than members of an obvious list.
+KNOWLEDGE_PARAPHRASES = [
+    ("User is vegetarian.", "The user doesn't eat meat."),
+    ("User wakes up at 6am.", "User gets up at 6am."),
+    ("I can't eat nuts.", "User is allergic to nuts."),
+    ("User takes the train to work.", "User commutes to work by train."),
+    ("User owns a Tesla Model 3.", "User drives a Tesla Model 3."),
+    ("User prefers window seats.", "User likes to sit by the window."),
+    ("User prefers bar charts over line charts.",
+     "User likes bar charts better than line charts."),
+]
+ANTONYM_CORRECTIONS = [
+    ("User prefers mild salsa.", "User prefers hot salsa."),
+    ("User is on the night shift.", "User is on the day shift."),
+    ("User prefers summaries at the end.", "User prefers summaries at the start."),
+    ("User is retired.", "User went back to work part-time."),
+    ("I eat meat", "I went vegan last month"),
+    ("The user takes the bus to work.", "The user cycles to work now."),
+]
+
+
+@pytest.mark.parametrize("earlier, later", KNOWLEDGE_PARAPHRASES)
+def test_restatements_needing_synonyms_supersede(judge, earlier, later):
+    for a, b in ((earlier, later), (later, earlier)):
+        verdict = judge(a, b)
+        assert verdict.relation is Relation.PARAPHRASE and supersedes(verdict), (a, b, verdict)
+
+
+@pytest.mark.parametrize("earlier, later", ANTONYM_CORRECTIONS)
+def test_corrections_needing_antonyms_supersede(judge, earlier, later):
+    verdict = judge(earlier, later)
+    assert verdict.relation is Relation.CORRECTION and supersedes(verdict), verdict
+
+
 def test_a_less_specific_restatement_does_not_replace_the_detailed_note(judge):
     verdict = judge("User prefers horizontal bar charts with labels.", "User prefers bar charts.")
     assert verdict.relation is not Relation.CORRECTION
@@ -169,19 +270,32 @@ def recall(rows: list[dict[str, str]], found: list[Verdict], relation: str) -> f
 Run = tuple[bool, list[dict[str, str]], list[Verdict]]  # (with MiniLM?, rows, verdicts)
 
 
-@pytest.fixture(scope="module", params=["structure-only", "with-minilm"])
-def train(request: pytest.FixtureRequest) -> Run:
-    rows = load_pairs(TRAIN)
+def run_on(request: pytest.FixtureRequest, paths: tuple[Path, ...]) -> Run:
+    rows = [row for path in paths for row in load_pairs(path)]
     with_minilm = request.param == "with-minilm"
     cos = request.getfixturevalue("cosine") if with_minilm else None
     return with_minilm, rows, verdicts(rows, cos)
 
 
-def test_no_distinct_pair_is_merged(train):
-    _, rows, found = train
-    merged = [(r["earlier"], r["later"], v) for r, v in zip(rows, found, strict=True)
-              if r["relation"] == "distinct" and supersedes(v)]
-    assert merged == []
+@pytest.fixture(scope="module", params=["structure-only", "with-minilm"])
+def train(request: pytest.FixtureRequest) -> Run:
+    return run_on(request, TUNING)
+
+
+@pytest.fixture(scope="module", params=["structure-only", "with-minilm"])
+def dev(request: pytest.FixtureRequest) -> Run:
+    return run_on(request, (DEV,))
+
+
+def merged_distinct(run: Run) -> list[tuple[str, str, Verdict]]:
+    _, rows, found = run
+    return [(r["earlier"], r["later"], v) for r, v in zip(rows, found, strict=True)
+            if r["relation"] == "distinct" and supersedes(v)]
+
+
+def test_no_distinct_pair_is_merged(train, dev):
+    assert merged_distinct(train) == []
+    assert merged_distinct(dev) == []
 
 
 def test_correction_recall(train):
@@ -189,17 +303,9 @@ def test_correction_recall(train):
     assert recall(rows, found, "correction") >= 0.95
 
 
-@pytest.mark.xfail(strict=True, reason="target not met: paraphrases needing world knowledge "
-                   "('is vegetarian' / 'doesn't eat meat') are kept apart; see the bench")
 def test_paraphrase_recall_target(train):
     _, rows, found = train
     assert recall(rows, found, "paraphrase") >= 0.9
-
-
-def test_paraphrase_recall_floor(train):
-    """Regression floor just under the measured level (0.77 with MiniLM, 0.64 without)."""
-    with_minilm, rows, found = train
-    assert recall(rows, found, "paraphrase") >= (0.75 if with_minilm else 0.62)
 
 
 def test_refinement_recall(train):
@@ -207,10 +313,19 @@ def test_refinement_recall(train):
     assert recall(rows, found, "refinement") >= 0.9
 
 
+def test_dev_probe_floors(dev):
+    """Regression floors just under the measured level on the adversarial probes (correction
+    0.88, paraphrase 0.86 with MiniLM / 0.84 without): open-class swaps ("shops at Aldi" /
+    "at Lidl") stay unsolved by design."""
+    with_minilm, rows, found = dev
+    assert recall(rows, found, "correction") >= 0.85
+    assert recall(rows, found, "paraphrase") >= (0.82 if with_minilm else 0.8)
+
+
 # --- Output hygiene and the supersede rule ----------------------------------------------------
 
 
-@pytest.mark.parametrize("path", [TRAIN, HOLDOUT], ids=["train", "holdout"])
+@pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: p.stem)
 def test_signals_are_names_never_note_text(path):
     for row in load_pairs(path):
         for similarity in (None, 0.1, 0.5, 0.95):
@@ -248,13 +363,16 @@ def test_a_note_never_corrects_itself_and_long_notes_are_accepted():
 # --- The data files themselves ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path, minimum", [
-    (TRAIN, {"correction": 70, "paraphrase": 40, "refinement": 25, "distinct": 60}),
-    (HOLDOUT, {"correction": 10, "paraphrase": 10, "refinement": 10, "distinct": 10}),
-], ids=["train", "holdout"])
-def test_data_files_are_well_formed(path, minimum):
+@pytest.mark.parametrize("path, minimum, size", [
+    (TRAIN, {"correction": 70, "paraphrase": 40, "refinement": 25, "distinct": 60}, 200),
+    (HOLDOUT, {"correction": 10, "paraphrase": 10, "refinement": 10, "distinct": 10}, 50),
+    (DEV, {"correction": 50, "paraphrase": 30, "refinement": 10, "distinct": 50}, 200),
+    (HOLDOUT2, {"correction": 20, "paraphrase": 15, "refinement": 10, "distinct": 20}, 80),
+    (HOLDOUT3, {"correction": 20, "paraphrase": 15, "refinement": 10, "distinct": 20}, 80),
+], ids=lambda p: p.stem if isinstance(p, Path) else "")
+def test_data_files_are_well_formed(path, minimum, size):
     rows = load_pairs(path)
-    assert len(rows) >= (200 if path == TRAIN else 50)
+    assert len(rows) >= size
     counts = {relation: 0 for relation in minimum}
     for row in rows:
         assert set(row) == {"earlier", "later", "relation", "domain"}
@@ -266,7 +384,11 @@ def test_data_files_are_well_formed(path, minimum):
     assert len(pairs) == len(set(pairs))
 
 
-def test_holdout_shares_no_pair_with_the_tuning_set():
-    train = {(r["earlier"].lower(), r["later"].lower()) for r in load_pairs(TRAIN)}
-    assert not [r for r in load_pairs(HOLDOUT) if (r["earlier"].lower(), r["later"].lower())
-                in train]
+def test_held_out_sets_share_no_pair_with_any_other_file():
+    def keys(path: Path) -> set[tuple[str, str]]:
+        return {(r["earlier"].lower(), r["later"].lower()) for r in load_pairs(path)}
+
+    for held_out in (HOLDOUT, HOLDOUT2, HOLDOUT3):
+        for other in ALL_FILES:
+            if other != held_out:
+                assert not keys(held_out) & keys(other), (held_out.name, other.name)

@@ -1,15 +1,18 @@
-"""Word lists and patterns for the correction detector (`worker.corrections`).
+"""Word lists for the correction detector (`worker.corrections`), and the stemmer they are
+matched with.
 
-Pure data: closed vocabularies (value classes, predicates, markers) and the phrase rewrites that
-bring paraphrases onto one surface form. Words are listed in plain form; the detector derives
-its lookup keys with the same stemmer it applies to notes, so "Mondays" finds "monday".
+Pure data: closed vocabularies (value classes, predicates, subjects, prepositions). Words are
+listed in plain form; the detector derives its lookup keys with the same stemmer it applies to
+notes, so "Mondays" finds "monday". Surface patterns live in `correction_patterns`, curated
+synonym / antonym knowledge in `correction_knowledge` (merged in here).
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
+
+from worker import correction_knowledge as knowledge
 
 
 def _words(text: str) -> frozenset[str]:
@@ -26,10 +29,10 @@ SUBJECT_WORDS = _words(
 # Function words carrying neither slot nor value. Prepositions are NOT here: "lives in Berlin"
 # and "lives with two roommates" differ only by one.
 STOPWORDS = _words(
-    "a an the this that these those and or but so very really just please do does did done "
+    "a an the this these those and or but so very really just please do does did done "
     "will would should shall can could might must it its it's there here every each all any "
     "some much many always usually mostly generally typically often sometimes ever "
-    "everything everywhere overall kind sort spelled spelt"
+    "everything everywhere overall kind sort spelled spelt still mr mrs ms dr prof"
 )
 
 # Canonical preposition per group. in/on/at are one slot ("on Mondays" = "at 9" = "in May");
@@ -41,6 +44,8 @@ PREPOSITIONS = {
     "as": "@as", "of": "@of", "about": "@of", "per": "@per", "over": "@over",
     "near": "@near", "without": "@without", "between": "@between", "under": "@under",
     "up": "@up", "until": "@until", "till": "@until",
+    # Relative pronouns open a qualifying phrase ("emails that open with 'Dear'").
+    "that": "@rel", "which": "@rel", "who": "@rel", "whose": "@rel",
 }
 # Third-person pronouns point back at whoever the earlier note was about ("her name").
 PRONOUNS = _words("he him his she her hers")
@@ -78,7 +83,10 @@ PERSON_NOUNS = _words(
     "wife husband partner spouse son daughter kid child children mother father mom dad parent "
     "parents brother sister sibling friend colleague coworker boss manager family "
     "grandmother grandfather grandma grandpa aunt uncle cousin roommate neighbor neighbour "
-    "girlfriend boyfriend fiance fiancee baby toddler teenager client customer mentor"
+    "girlfriend boyfriend fiance fiancee baby toddler teenager client customer mentor "
+    "pet cat dog puppy kitten horse "  # a pet's habits are not the user's
+    "vet doctor dentist teacher landlord landlady coach trainer therapist lawyer accountant "
+    "nanny tutor assistant"
 )
 
 # Single-word synonyms, folded before comparison (spelling variants included).
@@ -175,120 +183,10 @@ NUMBER_WORDS = {
     "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
 }
 
-# Phrase rewrites applied to the lower-cased text, in order. Each maps several surface forms of
-# one idea onto one; none of them encodes a particular note.
-PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), replacement)
-    for pattern, replacement in (
-        (r"\bcan not stand\b|\bcannot stand\b", " hate "),
-        (r"\bwould (?:much )?rather\b|\bhad rather\b", " prefer "),
-        (r"\brather than\b|\bmore than\b|\bthan\b", " over "),
-        (r"\b(?:is|are|am|was) (?:based|located|situated) in\b", " live in "),
-        (r"\bresid(?:es|e|ing)\b", " live "),
-        (r"\bfrom home\b|\bwork(?:s|ing)? remote(?:ly)?\b", " work remote "),
-        (r"\bfull[- ]time\b", " fulltime "),
-        (r"\bon[- ]site\b|\bin[- ]person\b", " onsite "),
-        (r"\b(?:is |are |am |was )?a (?:big )?fans? of\b|\bfans? of\b", " support "),
-        (r"\b(?:to )?be called\b|\bgo(?:es)? by\b|\bcall me\b|\bcall (?:the )?user\b|"
-         r"\bcall them\b", " name is "),
-        # "manager is named Priya" states the slot's value like "manager is Daniel" does.
-        (r"\b(?:is|are|was) (?:called|named)\b|\b(?:called|named)\b(?= [a-z])", " is "),
-        (r"\bvs\.? code\b|\bvisual studio code\b", " vs-code "),
-        (r"\bplain[- ]?text\b", " plaintext "),
-        (r"\b(?:phone|voice|telephone) (call(?:s|ed|ing)?)\b", r" \1 "),
-        (r"\bc\+\+", " cpp "),
-        (r"\bc#", " csharp "),
-        (r"\btwice\b", " 2 times "),
-        (r"\bonce (?:a|per) week\b|\bevery week\b|\beach week\b", " weekly "),
-        (r"\bonce (?:a|per) day\b|\bevery day\b|\beach day\b", " daily "),
-        (r"\bonce (?:a|per) month\b|\bevery month\b|\beach month\b", " monthly "),
-        (r"\bonce (?:a|per) year\b|\bevery year\b|\beach year\b", " yearly "),
-        (r"\b(first|1st) quarter\b", " q1 "),
-        (r"\b(second|2nd) quarter\b", " q2 "),
-        (r"\b(third|3rd) quarter\b", " q3 "),
-        (r"\b(fourth|4th) quarter\b", " q4 "),
-        (r"(\d)\s*(?:a\.m\.|am)\b", r"\1am"),
-        (r"(\d)\s*(?:p\.m\.|pm)\b", r"\1pm"),
-        (r"\b(\d+)(?:st|nd|rd|th)\b", r"\1"),
-        (r"\bo'?clock\b", " "),
-        (r"\b(on|off)\s*(?=[.!;,]|$)", r" toggle-\1 "),
-    )
-)
+# Particles that make a phrasal verb: "works" / "works out" are two activities.
+PARTICLES = _words("out up off down away around")
+OPTIONAL_PARTICLES = frozenset(tuple(p.split()) for p in knowledge.OPTIONAL_PARTICLES)
 
-CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), replacement)
-    for pattern, replacement in (
-        (r"\bcan't\b|\bcannot\b", "can not"),
-        (r"\bwon't\b", "will not"),
-        (r"n't\b", " not"),
-        (r"\bi'm\b", "i am"),
-        (r"'re\b", " are"),
-        (r"'ve\b", " have"),
-        (r"'ll\b", " will"),
-        (r"'d\b", " would"),
-        (r"\b(it|that|there|he|she|what|who|where|here)'s\b", r"\1 is"),
-        (r"'s\b|s'(?=\s)", ""),
-    )
-)
-
-# Explicit rejection of a value: "Mochi, not Miso", "not Notion but Obsidian", "instead of
-# PDF", "switched from VS Code to Neovim". Group 1 is the rejected value.
-_VALUE = r"((?:[\w$€£+./:-]+\s*){1,3}?)"
-REJECTIONS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"\bnot\s+" + _VALUE + r"\s*,?\s*but\b"),
-    re.compile(r"\binstead of\s+" + _VALUE + r"(?=[,.;!]|$)"),
-    re.compile(r"\binstead of\s+(\S+)"),
-    re.compile(r",\s*not\s+" + _VALUE + r"\s*[.!]*\s*$"),
-    re.compile(r"\b(?:switch(?:ed)?|chang(?:ed|e)|mov(?:ed|e))\s+from\s+" + _VALUE + r"\s+to\b"),
-    re.compile(r"\brather than\s+" + _VALUE + r"(?=[,.;!]|$)"),
-)
-
-# Correction markers, searched in the lower-cased text and removed before tokenizing. A marker
-# only counts when the later note has it and the earlier does not.
-STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(pattern))
-    for name, pattern in (
-        ("changed_mind", r"\bchanged? (?:my|their|his|her|our) minds?\b|\bon second thoughts?\b"),
-        ("scratch_that", r"\b(?:scratch|forget|ignore|strike) (?:that|this)\b"),
-        ("meant", r"\b(?:i|they|user|we) (?:actually )?meant\b|\bi mean\b"),
-        ("make_that", r"\bmake (?:that|it)\b"),
-        ("no_wait", r"\bno,? wait\b|^\W*wait\b"),
-        ("leading_no", r"^\W*(?:no|nope|nah)\b\s*[,.!:;-]"),
-        ("apology", r"^\W*(?:sorry|oops|my bad)\b"),
-        ("correction", r"\bcorrection\b\s*:?|\bcorrected\b|\bupdate\s*:"),
-        ("actually", r"\bactually\b|\bturns out\b"),
-        ("instead", r"\binstead\b"),
-        ("anymore", r"\bany ?more\b|\bnot anymore\b"),
-        ("leading_rather", r"^\W*rather\b"),
-        ("now_pref", r"\bnow (?=(?:prefers?|likes?|loves?|wants?|uses?|lives|works|is|are)\b)"),
-        ("from_now_on", r"\bfrom now on\b|\bgoing forward\b|\bfrom here on\b"),
-        ("switched", r"\b(?:switch|upgrade|downgrade)(?:ed|d|es|s|ing)? (?:\w+ )?(?:over |back )?"
-                     r"(?:to|from)\b"
-                     r"|\bswapped (?:to|for)\b"),
-        ("changed_to", r"\bchang(?:ed|es|e) (?=(?:\w+ ){0,2}to\b)|\b(?:went|gone|goes|go) "
-                       r"(?:up|down) to\b|\b(?:increased|decreased|raised|lowered|rose|fell|"
-                       r"dropped|reduced|grew) to\b"),
-        ("relocated", r"\b(?:relocated|relocating|moved|moving|moves) (?:\w+ )?(?:back )?to\b"),
-        ("rescheduled", r"\b(?:slipped|pushed(?: back)?|postponed|delayed|rescheduled|bumped"
-                        r"|brought forward) (?:to|until|till)\b"),
-        ("became", r"\b(?:went|go|goes|became|become|becomes|turned|turns|got|gets|get) "
-                   r"(?=(?:a |an )?(?:vegan|vegetarian|pescatarian|remote|hybrid|keto|married|"
-                   r"divorced|engaged|separated|single)\b)"),
-        ("back", r"\b(?:back (?:in|at|to|on)|returned to)\b"),
-    )
-)
-WEAK_MARKERS = re.compile(r"\bnow\b|\bthese days\b|\bnowadays\b|\bcurrently\b|\bagain\b")
-ADDITIVE_MARKERS = re.compile(
-    r"\balso\b|\btoo\b|\bas well\b|\badditionally\b|\bin addition\b|\bbesides\b|\banother\b"
-    r"|\bboth\b|\bplus\b|\bother\b|\bextra\b"
-)
-# Reversal verbs negate what follows ("sold the Tesla", "gave up on learning piano").
-REVERSALS = re.compile(
-    r"\b(?:no longer|no more|stopped|stops|stop|quit|quitting|gave up(?: on)?|give up(?: on)?|"
-    r"given up(?: on)?|sold|ditched|dropped(?! to\b)|cancel+ed|skip|skips|skipped|omit|omits|"
-    r"omitted|leave out|left(?= (?!side\b|hand\b|of\b|or\b|and\b|to\b|aligned\b)\w))\b"
-)
-CLAUSE_SPLIT = re.compile(r"[;]|,\s+|\s+-\s+|\bbut\b|\bwhile\b|\band\b")
 HAS_DIGIT = re.compile(r"\d")
 TOKEN = re.compile(r"[$€£]?[\w]+(?:[-+:./,][\w]+)*[+-]?\d*")
 
@@ -296,15 +194,24 @@ TOKEN = re.compile(r"[$€£]?[\w]+(?:[-+:./,][\w]+)*[+-]?\d*")
 # --- Lookups: the stemmer and the canonical form every word list above is matched in. ------
 
 
+_NESS_NOUNS = _words("business witness harness wilderness fitness")
+
+
 def stem(word: str) -> str:
     """Light suffix stripping so inflections meet ("prefers"/"preferred", "Mondays")."""
     if len(word) <= 3 or HAS_DIGIT.search(word):
         return word
-    for suffix, repl in (("ies", "y"), ("ied", "y"), ("sses", "ss")):
-        if word.endswith(suffix) and len(word) > 4:
-            return word[: -len(suffix)] + repl
+    if word.endswith(("ies", "ied")):
+        base = word[:-3]  # "pies" -> "pie", "cities" -> "citi" (as "city" -> "citi")
+        return word[:-1] if len(base) <= 2 else base + "i"
+    if word.endswith("sses"):
+        return word[:-2]
     if word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
+    if word.endswith("ness") and len(word) > 7 and word not in _NESS_NOUNS:
+        word = word[:-4]  # "blindness" -> "blind"
+    if word.endswith(("ection", "ption")) and len(word) > 9:
+        word = word[:-3]  # "interruption" -> "interrupt", like "interrupted"
     for suffix in ("ing", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
@@ -313,9 +220,15 @@ def stem(word: str) -> str:
             break
     if word.endswith("e") and len(word) > 3:
         word = word[:-1]  # "move"/"moved"/"moving" all end as "mov"
+    if word.endswith("y") and len(word) > 3:
+        word = word[:-1] + "i"  # "pie"/"pies", "study"/"studies" meet as "pi", "studi"
     return word
 
 
+ATTRIBUTE_CLASSES = knowledge.ATTRIBUTE_CLASSES
+SYNONYMS = SYNONYMS | knowledge.SYNONYMS
+VALUE_CLASSES = {name: f"{VALUE_CLASSES.get(name, '')} {knowledge.VALUE_CLASSES.get(name, '')}"
+                 for name in VALUE_CLASSES | knowledge.VALUE_CLASSES}
 _SYNONYM_STEMS = {stem(k): v for k, v in SYNONYMS.items()} | SYNONYMS
 
 
@@ -334,6 +247,14 @@ def keys(words: frozenset[str]) -> frozenset[str]:
     return frozenset(canon(w) for w in words)
 
 
+# Unordered pairs of canonical verbs that state the same fact about one object.
+VERB_EQUIVALENTS = frozenset(
+    frozenset((canon(a), canon(b)))
+    for group in knowledge.VERB_EQUIVALENTS for a in group.split() for b in group.split()
+    if canon(a) != canon(b)
+)
+
+
 _CLASS_OF: dict[str, frozenset[str]] = {}
 for _name, _members in VALUE_CLASSES.items():
     for _member in _members.split():
@@ -348,48 +269,3 @@ def value_classes(token: str) -> frozenset[str]:
     if len(token) == 1 and token.isalpha():
         return frozenset({"letter"})  # "building A" -> "building C"
     return _CLASS_OF.get(token, frozenset())
-
-
-_DASHES = re.compile(r"\s*[\u2014\u2013]\s*|\s+-\s+")
-_COLON = re.compile(r"(?<=[a-z])\s*:\s+")
-
-
-def normalize(text: str) -> str:
-    """Lower-cased NFKC text with one apostrophe, one dash and contractions expanded."""
-    t = unicodedata.normalize("NFKC", text).lower()
-    t = t.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
-    t = _DASHES.sub(" - ", t)
-    for pattern, replacement in CONTRACTIONS:
-        t = pattern.sub(replacement, t)
-    return t
-
-
-RELOCATE = "zzrelocate"  # left where "moved to" stood; `corrections` decides what it means
-
-
-def extract_cues(text: str) -> tuple[str, frozenset[str], list[str]]:
-    """Take the discourse cues out of normalized text: the names of the markers found
-    ("now" for weak ones, "additive", "reversal"), and the values explicitly rejected."""
-    markers = {name for name, pattern in STRONG_MARKERS if pattern.search(text)}
-    for name, pattern in (("now", WEAK_MARKERS), ("additive", ADDITIVE_MARKERS),
-                          ("reversal", REVERSALS)):
-        if pattern.search(text):
-            markers.add(name)
-    rejected: list[str] = []
-    for pattern in REJECTIONS:
-        rejected += [m.group(1) for m in pattern.finditer(text)]
-        text = pattern.sub(" , ", text)
-    for name, pattern in STRONG_MARKERS:
-        if name in markers:
-            text = pattern.sub(f" {RELOCATE} " if name == "relocated" else " ", text)
-    text = WEAK_MARKERS.sub(" ", text)
-    text = ADDITIVE_MARKERS.sub(" , ", text)  # "and also avoids eggs" opens its own clause
-    return REVERSALS.sub(" not ", text), frozenset(markers), rejected
-
-
-def rewrite(text: str) -> str:
-    """Apply the phrase rewrites (after markers and rejections were taken out)."""
-    text = _COLON.sub(" is ", text)  # "Date format: X" = "date format is X"
-    for pattern, replacement in PHRASES:
-        text = pattern.sub(replacement, text)
-    return text

@@ -2,25 +2,32 @@
 
 Embedding similarity cannot tell: MiniLM scores "prefers dark mode" / "prefers light mode" (a
 correction) 0.87 and "prefers bar charts" / "prefers dark backgrounds on charts" (two facts)
-0.66. So the detector reads structure. Both notes become canonical token sequences (first and
-third person folded, synonyms unified), are aligned, and the difference is judged: an explicit
-rejection ("Mochi, not Miso"), a polarity reversal ("no longer vegetarian"), a swapped
-comparison, one short span replaced by a rival value of the same closed class (blue -> red) or
-in a one-value slot ("lives in X", "<slot> is X"), correction markers ("actually", "switched
-to") that count only with a shared topic word, added detail (refinement) or nothing (paraphrase).
-Similarity, when given, only breaks ties. The default is DISTINCT: merging two facts loses a
-memory, keeping a duplicate costs little. Pure and fast: regexes and a difflib alignment.
+0.66. So the detector reads structure. Both notes become canonical token sequences
+(`correction_parse`: first and third person folded, synonyms and equivalent idioms unified from
+the curated `correction_knowledge`), are aligned, and the difference is judged: an explicit
+rejection ("Mochi, not Miso"), a polarity reversal ("no longer vegetarian") unless the negation
+agrees with what the earlier note already spoke against ("bars over pies" / "no pies"), a
+swapped comparison, one short span replaced by a rival value of the same closed class (blue ->
+red, mild -> hot) or in a one-value slot ("lives in X", "<slot> is X"), correction markers
+("actually", "switched to") that count only with a shared topic word, added detail
+(refinement) or nothing (paraphrase). Other verbs ("works" / "works out"), other heads ("a
+window" / "a window seat"), other holders ("the dog's vet") and other objects of one habit
+("checks email at 9" / "checks Slack at 9") are distinct. Similarity, when given, only breaks
+ties. The default is DISTINCT: merging two facts loses a memory, keeping a duplicate costs
+little. Pure and fast: regexes and a difflib alignment.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from difflib import SequenceMatcher
 from enum import StrEnum
-from functools import lru_cache
 from itertools import takewhile
 
 from worker import correction_lexicon as lx
+from worker import correction_parse as cp
+from worker import correction_patterns as pt
+from worker.correction_parse import Block as _Block
+from worker.correction_parse import Note as _Note
 
 __all__ = ["PARAPHRASE_MIN_SIMILARITY", "PREDICATE_CHANGE_MIN_SIMILARITY",
            "SUPERSEDE_MIN_CONFIDENCE", "Relation", "Verdict", "classify", "supersedes"]
@@ -55,165 +62,21 @@ PREDICATE_CHANGE_MIN_SIMILARITY = 0.92
 # Below this cosine the notes share no meaning; a marker plus a shared word is then a
 # coincidence ("actually" about something else), not a correction.
 UNRELATED_MAX_SIMILARITY = 0.25
-MAX_TEXT_CHARS = 2000
+MAX_TEXT_CHARS = cp.MAX_TEXT_CHARS
 # Span analysis is for sentence-length notes; longer ones (alignment grows quadratically) are
 # judged by the set-based rules only, which never merge on a value swap.
 MAX_ALIGNED_TOKENS = 64
 
-_STRUCTURAL_PRED = "PRED"  # any preference/usage verb; the kind is kept on the note
-_BE = "="
-_RELOCATE = lx.RELOCATE
-_STRONG_NAMES = frozenset(name for name, _ in lx.STRONG_MARKERS) | {"reversal"}
-
-
-@dataclass(frozen=True)
-class _Note:
-    tokens: tuple[str, ...]  # content words, "@prep", "=" (copula) and PRED, in order
-    negated: bool
-    clauses: tuple[tuple[frozenset[str], bool], ...]  # (content, negated) per clause
-    markers: frozenset[str]
-    rejected: frozenset[str]  # values the note explicitly rejects
-    has_subject: bool
-    pronoun: bool  # refers back with he/she/her...
-    verbs: frozenset[str]  # stems behind PRED tokens ("prefer", "lik", "us", ...)
-    clause_starts: frozenset[int]  # token indices where a clause begins
-    comparison: tuple[frozenset[str], frozenset[str]] | None  # (preferred, dispreferred)
-
-    @property
-    def content(self) -> frozenset[str]:
-        return frozenset(filter(_is_content, self.tokens))
-
-
-def _structural(token: str) -> bool:
-    return token in (_STRUCTURAL_PRED, _BE) or token.startswith("@")
-
-
-def _is_content(token: str) -> bool:
-    return not _structural(token)
-
-
-# Lexicon words in the canonical form `_tokenize` produces.
-_PREF, _USE = lx.keys(lx.PREFERENCE_VERBS), lx.keys(lx.USAGE_VERBS)
-_NEG = lx.keys(lx.NEGATIVE_VERBS)
-_EXCLUSIVE, _MULTI = lx.keys(lx.EXCLUSIVE_VERBS), lx.keys(lx.MULTI_VERBS)
-_EXCLUSIVE_PREF = lx.keys(lx.EXCLUSIVE_PREFERENCE_VERBS)
-_PERSON = lx.keys(lx.PERSON_NOUNS)
-_GENERIC = lx.keys(lx.GENERIC_WORDS) | {_STRUCTURAL_PRED, _BE}
-_ANTONYMS = {lx.canon(a): lx.canon(b) for a, b in lx.ANTONYMS.items()}
-
-
-def _tokenize(text: str) -> tuple[list[str], int, int, set[str]]:
-    """Canonical tokens of one clause, its negation count, subject mentions (1 = the user,
-    2 = a pronoun), and the verbs behind its PRED tokens."""
-    tokens: list[str] = []
-    negations, subject, verbs = 0, 0, set()
-    words = lx.TOKEN.findall(text)
-    for index, raw in enumerate(words):
-        raw = raw.rstrip(".,") if lx.HAS_DIGIT.search(raw) else raw.strip(".,:/+-")
-        if raw == _RELOCATE:
-            tokens.append(raw)
-        elif raw in lx.SUBJECT_WORDS:
-            subject |= 2 if raw in lx.PRONOUNS else 1
-        elif raw in lx.NEGATORS:
-            negations += 1
-        elif raw in lx.BE_WORDS:
-            if not tokens or tokens[-1] != _BE:
-                tokens.append(_BE)
-        elif raw in lx.PREPOSITIONS:
-            tokens.append(lx.PREPOSITIONS[raw])
-        elif raw in ("a", "an") and index == len(words) - 1:
-            tokens.append("a")  # a trailing letter is a value ("building A"), not an article
-        elif raw in ("have", "has", "had") and index + 1 < len(words) and (
-                words[index + 1] in lx.PARTICIPLES or words[index + 1] == _RELOCATE
-                or words[index + 1].endswith("ed")):
-            continue  # auxiliary: "I've relocated", "has switched"
-        elif raw in lx.STOPWORDS or not raw:
-            continue
-        elif (stem := lx.canon(raw)) in _NEG or stem in _PREF or stem in _USE:
-            negations += stem in _NEG
-            verbs.add(stem)
-            tokens.append(_STRUCTURAL_PRED)
-        else:
-            tokens.append(stem)
-    return tokens, negations, subject, verbs
-
-
-def _comparison(tokens: list[str]) -> tuple[frozenset[str], frozenset[str]] | None:
-    if "@over" not in tokens:
-        return None
-    pivot = tokens.index("@over")  # "X over Y": the words next to "over", up to a structure
-    left = frozenset(takewhile(_is_content, reversed(tokens[:pivot])))
-    right = frozenset(takewhile(_is_content, tokens[pivot + 1:]))
-    return (left, right) if left and right else None
-
-
-@lru_cache(maxsize=4096)
-def _parse(text: str) -> _Note:
-    t, markers, rejected = lx.extract_cues(lx.normalize(text[:MAX_TEXT_CHARS]))
-    t = lx.rewrite(t)
-    tokens: list[str] = []
-    clauses: list[tuple[frozenset[str], bool]] = []
-    subject, verbs, starts = 0, set(), set()
-    for clause in lx.CLAUSE_SPLIT.split(t):
-        c_tokens, c_neg, c_subject, c_verbs = _tokenize(clause)
-        starts.add(len(tokens))
-        tokens += c_tokens
-        subject |= c_subject
-        verbs |= c_verbs
-        if content := frozenset(filter(_is_content, c_tokens)):
-            clauses.append((content, c_neg % 2 == 1))
-    # The note's polarity is its main (first) clause's: in "is vegetarian and also avoids
-    # eggs" the second clause's "avoids" does not negate the first.
-    negated = bool(clauses) and clauses[0][1]
-    rejected_tokens = frozenset(x for r in rejected for x in _tokenize(lx.rewrite(r))[0])
-    return _Note(tuple(tokens), negated, tuple(clauses), markers,
-                 frozenset(filter(_is_content, rejected_tokens)), bool(subject),
-                 bool(subject & 2), frozenset(verbs), frozenset(starts), _comparison(tokens))
-
-
-@dataclass(frozen=True)
-class _Block:
-    earlier: tuple[str, ...]
-    later: tuple[str, ...]
-    start: int  # index of the block in the earlier sequence
-    end: int
-    later_start: int  # index of the block in the later sequence
-    tail: bool  # the block ends both sequences: nothing shared follows it
-
-
-def _content(tokens: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(filter(_is_content, tokens))
-
-
-def _blocks(e: tuple[str, ...], n: tuple[str, ...], fragment: bool) -> list[_Block]:
-    """Differing spans. A fragment ("actually, red charts!") restates only the tail of the
-    earlier note, so what it omits is context, not a deletion."""
-    out: list[_Block] = []
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, e, n, autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        es, ls = e[i1:i2], n[j1:j2]
-        if fragment and tag == "delete":
-            continue
-        if fragment and tag == "replace":
-            keep = max(1, len(_content(ls)))
-            while len(_content(es)) > keep:
-                es, i1 = es[1:], i1 + 1
-        if not _content(es) and not _content(ls):
-            continue  # only a preposition or copula moved
-        out.append(_Block(es, ls, i1, i2, j1, i2 == len(e) and j2 == len(n)))
-    return out
-
-
-def _class_match(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
-    """Every changed word has a competitor of the same class on the other side."""
-    lc, rc = [lx.value_classes(t) for t in left], [lx.value_classes(t) for t in right]
-    return bool(lc and rc) and all(any(c & o for o in rc) for c in lc) and all(
-        any(c & o for o in lc) for c in rc)
-
-
-def _class_union(tokens: frozenset[str]) -> frozenset[str]:
-    return frozenset().union(*map(lx.value_classes, tokens))
+_STRUCTURAL_PRED, _BE, _RELOCATE = cp.PRED, cp.BE, cp.RELOCATE
+_STRONG_NAMES = frozenset(name for name, _ in pt.STRONG_MARKERS) | {"reversal"}
+_PREF = cp.PREF
+_EXCLUSIVE, _MULTI, _EXCLUSIVE_PREF = cp.EXCLUSIVE, cp.MULTI, cp.EXCLUSIVE_PREF
+_PERSON, _GENERIC, _ANTONYMS = cp.PERSON, cp.GENERIC, cp.ANTONYMS
+_POSSESSION = lx.keys(frozenset({"have", "get", "own"}))
+_ATTRIBUTES = frozenset(lx.ATTRIBUTE_CLASSES)
+_parse, _blocks, _content = cp.parse, cp.blocks, cp.content
+_class_match, _class_union = cp.class_match, cp.class_union
+_structural, _is_content = cp.structural, cp.is_content
 
 
 def _value_change(e: _Note, block: _Block, markers: bool) -> str | None:
@@ -228,24 +91,37 @@ def _value_change(e: _Note, block: _Block, markers: bool) -> str | None:
     before = e.tokens[block.start - 1] if block.start > 0 else None
     head = e.tokens[: block.start]
     exclusive_pref = bool(e.verbs & _EXCLUSIVE_PREF)
-    if block.start == 0 and not markers:
-        return None  # the subject or the verb changed: "car is red" / "bike is red"
+    if (block.start == 0 or e.negated) and not markers:
+        # The subject or the verb changed ("car is red" / "bike is red"), or both notes rule
+        # things out ("never works weekends" / "never works late"): both can hold.
+        return None
     if _class_match(es, ls):
         # "speaks French" / "speaks Spanish", "likes Python" / "likes Rust", "hates meetings
-        # before 10" / "hates meetings after 4": both values can hold at once.
+        # before 10" / "hates meetings after 4": both values can hold at once. So can the
+        # objects of an action with a kept qualifier ("checks email at 9" / "checks Slack at
+        # 9"); counts and amounts ("has 2 kids" / "has 3 kids") cannot.
         liking = _STRUCTURAL_PRED in head and not exclusive_pref
-        object_of_multi = block.tail and (before in _MULTI or liking)
-        if (object_of_multi or e.negated) and not markers:
+        after = e.tokens[block.end] if block.end < len(e.tokens) else ""
+        counted = all(lx.value_classes(t) == {"number"} for t in (*es, *ls))
+        action_object = (after.startswith("@") and before is not None
+                         and not _structural(before) and not lx.value_classes(before))
+        attribute = all(lx.value_classes(t) & _ATTRIBUTES for t in (*es, *ls))
+        object_of_multi = not counted and not attribute and (
+            (block.tail and before in _MULTI) or liking or action_object)
+        if object_of_multi and not markers:
             return None
         return "class_value_change"
+    person = {t for t in head if _is_content(t)} <= _PERSON
+    if person and bool(_class_union(frozenset(es))) != bool(_class_union(frozenset(ls))):
+        return None  # a person's other attribute: "partner is vegan" / "partner is a vet"
     if (before == _BE and any(not _structural(t) and t not in _GENERIC for t in head)
             and not any(t in _MULTI for t in head)):
         return "slot_value_change"  # "<slot> is X" -> "<slot> is Y" (not "has a dog named X")
     verb = next((t for t in reversed(head) if not t.startswith("@")), None)
     if before is not None and before.startswith("@") and verb in _EXCLUSIVE and block.tail:
         return "slot_value_change"  # "lives in X", "works as X"
-    if before in _EXCLUSIVE and before != _STRUCTURAL_PRED and not preps_l:
-        return "slot_value_change"  # "supports X", "banks with X"
+    if before == _RELOCATE:
+        return "slot_value_change"  # "is moving to X": one destination
     return None
 
 
@@ -257,9 +133,58 @@ def _new_head(old: _Note, new: _Note, block: _Block) -> bool:
         return False
     if block.later_start in new.clause_starts:
         return False  # "..., mostly Le Guin": a new clause adds detail
+    if len(list(takewhile(_is_content, block.later))) > 2:
+        return False  # a compound noun is one or two bare words ("car seat", "cat allergy")
     last, first = old.tokens[-1], block.later[0]
-    return not any(_structural(t) or lx.value_classes(t) for t in (last, first)) and (
-        first not in _GENERIC)
+    if _structural(last) or _structural(first) or first in _GENERIC or first.endswith(
+            ("ly", "li")):
+        return False  # "speaks German" -> "speaks German fluently" adds detail
+    # A value of a closed class in a slot ("reports as PDF") stays a value when a noun follows
+    # ("PDF attachments"); the object of a verb does not ("has a window" -> "has a window
+    # seat", "prefers email" -> "prefers email newsletters").
+    slot = len(old.tokens) > 1 and old.tokens[-2].startswith("@")
+    return not lx.value_classes(first) and not (slot and lx.value_classes(last))
+
+
+def _phrasal(old: _Note, block: _Block) -> bool:
+    """A particle added to, dropped from or swapped on a verb makes another verb: "works on
+    Mondays" / "works out on Mondays", "logs in at 8" / "logs off at 8"."""
+    moved = (*block.earlier, *block.later)  # "logs in" / "logs off": both sides particles
+    if not moved or len(moved) > 2 or not all(t in cp.PARTICLES | {"@in"} for t in moved):
+        return False
+    verb = old.tokens[block.start - 1] if block.start > 0 else ""
+    return _is_content(verb) and all((verb, p) not in cp.OPTIONAL_PARTICLES for p in moved)
+
+
+def _subject_change(old: _Note, block: _Block) -> bool:
+    """The words changed sit in the subject, right before its copula: "work laptop is a Dell"
+    / "personal laptop is a Dell", "cat is called Toast" / "cat sitter is called Toast"."""
+    rest = old.tokens[block.end:]
+    after = next((t for t in rest if _structural(t)), None)  # past the rest of the subject
+    changed = (*block.earlier, *block.later)
+    return after == _BE and not any(map(_structural, changed)) and all(
+        map(_is_content, old.tokens[:block.start])) and bool(set(changed) - _GENERIC)
+
+
+def _same_verb(block: _Block) -> bool:
+    """Only the verb differs, and the two verbs state one fact ("owns" / "drives a Tesla")."""
+    es, ls = _content(block.earlier), _content(block.later)
+    return len(es) == 1 and len(ls) == 1 and frozenset((es[0], ls[0])) in lx.VERB_EQUIVALENTS
+
+
+def _agrees(a: _Note, b: _Note) -> bool:
+    """Both notes speak against one thing and neither is against what the other is for, so a
+    negation restates rather than reverses: "prefers bar charts over pie charts" / "bars, not
+    pies"; "answers without emoji" / "no emoji in answers"."""
+    return bool(a.against & b.against) and not (a.pro & b.against or a.against & b.pro)
+
+
+def _holder_chain(old: _Note, new: _Note) -> bool:
+    """The holder gained or lost a link: "User's dog" / "User's dog's vet"."""
+    def link(n: _Note) -> str:
+        return n.tokens[1] if len(n.tokens) > 1 and n.tokens[1] in _PERSON else ""
+    return bool(old.tokens and new.tokens) and old.tokens[0] == new.tokens[0] in _PERSON and (
+        link(old) != link(new))
 
 
 def _verdict(relation: Relation, confidence: float, signals: list[str]) -> Verdict:
@@ -275,7 +200,7 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     signals = [name for name, fired in (("correction_marker", strong), ("weak_marker", weak),
                                         ("additive_marker", additive), ("shared_anchor", anchors))
                if fired]
-    if _RELOCATE in new.tokens:
+    if _RELOCATE in new.tokens and _RELOCATE not in old.tokens:
         # "moved to Munich" answers "lives in Berlin"; elsewhere it is only a marker.
         live = lx.canon("live")
         swap = (live, "@in") if live in old.tokens and live not in new.tokens else ()
@@ -299,9 +224,14 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
         return _verdict(Relation.PARAPHRASE, 0.95, [*signals, "same_content"])
 
     # An explicit rejection of a value the earlier note asserted.
-    positive = e_content - (old.comparison[1] if old.comparison else frozenset())
+    positive = e_content - old.against
     if not old.negated and ((new.rejected - l_content) & positive) - _GENERIC:
         return _verdict(Relation.CORRECTION, 0.95, [*signals, "explicit_rejection"])
+    # The later note goes back to what the earlier one rejected ("replaced Zoom with Teams" ->
+    # "uses Zoom for calls"), and says little else.
+    taken_back = ((old.rejected - e_content) & (new.pro - new.rejected)) - _GENERIC
+    if taken_back and not new.negated and len(l_content - taken_back - _GENERIC) <= 2:
+        return _verdict(Relation.CORRECTION, 0.75, [*signals, "explicit_rejection"])
 
     if old.comparison and new.comparison:
         (el, er), (ll, lr) = old.comparison, new.comparison
@@ -310,16 +240,23 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
 
     # A clause that negates the earlier note's content: "no longer vegetarian".
     core = e_content - _GENERIC
+    agrees = _agrees(old, new)
     for clause, negated in new.clauses:
         shared = clause - _GENERIC
         reverses = negated != old.negated and (shared <= core or core <= shared)
-        if reverses and core & shared and not additive:
+        if reverses and core & shared and not additive and not agrees:
             return _verdict(Relation.CORRECTION, 0.9, [*signals, "polarity_reversal"])
     flip = fire("polarity_flip", old.negated != new.negated)
+    if not (flip or old.negated or additive) and (l_content - _GENERIC) <= e_content and (
+            old.against & new.pro or new.against & old.pro):
+        # What one note speaks against the other wants: "answers without emoji" -> "emoji in
+        # answers now", "coffee with milk" -> "coffee without milk".
+        return _verdict(Relation.CORRECTION, 0.75, [*signals, "polarity_reversal"])
 
     e_only, l_only = e_content - l_content, l_content - e_content
     holders = {n.tokens[0] for n in (old, new) if n.tokens and n.tokens[0] in _PERSON}
-    if holders & (e_only | l_only) and new.has_subject and not new.pronoun:
+    if (holders & (e_only | l_only) or _holder_chain(old, new)) and (
+            new.has_subject and not new.pronoun):
         # The fact moved to another holder ("User's wife works at Google"): never the same.
         return _verdict(Relation.DISTINCT, 0.8, [*signals, "holder_change"])
     fragment = fire("fragment", not new.has_subject and len(l_content) <= len(e_content))
@@ -331,6 +268,12 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     marked = (strong or weak) and not additive
     if conflict and marked and (anchors or fragment or len(l_content) <= 2):
         return _verdict(Relation.CORRECTION, 0.8, [*signals, "class_value_change"])
+    if flip and agrees and not strong:
+        if e_content == l_content:
+            return _verdict(Relation.PARAPHRASE, 0.7, [*signals, "negation_agrees"])
+        if e_content < l_content:
+            return _verdict(Relation.REFINEMENT, 0.65, [*signals, "negation_agrees"])
+        return _verdict(Relation.PARAPHRASE, 0.45, [*signals, "negation_agrees"])
     if flip:
         if strong and anchors and not additive and related:
             return _verdict(Relation.CORRECTION, 0.7, [*signals, "marker_on_shared_topic"])
@@ -361,8 +304,17 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
         # ("User's son is learning Japanese"), they do not refine it; after "switched to"
         # they are the new value ("switched to T-Mobile for the phone plan").
         return _verdict(Relation.DISTINCT, 0.7, [*signals, "subject_change"])
+    if len(blocks) == 1 and not strong:
+        if _phrasal(old, blocks[0]):
+            return _verdict(Relation.DISTINCT, 0.8, [*signals, "phrasal_verb"])
+        if _subject_change(old, blocks[0]):
+            return _verdict(Relation.DISTINCT, 0.7, [*signals, "subject_change"])
+        if predicate_only and _same_verb(blocks[0]):
+            return _verdict(Relation.PARAPHRASE, 0.7, [*signals, "equivalent_verb"])
     if not e_only or not l_only:
-        if not ((e_only | l_only) - _GENERIC):
+        # ("likes dogs" / "has dogs" is not one fact: a liking is not a possession)
+        possession = bool(old.verbs) != bool(new.verbs) and (e_only | l_only) & _POSSESSION
+        if not ((e_only | l_only) - _GENERIC) and not possession:
             return _verdict(Relation.PARAPHRASE, 0.75, [*signals, "generic_words_differ"])
         if len(blocks) == 1 and _new_head(old, new, blocks[0]):
             return _verdict(Relation.DISTINCT, 0.7, [*signals, "head_change"])

@@ -1,0 +1,238 @@
+"""Parsing and alignment for the correction detector (`worker.corrections`): one memory note
+becomes a canonical token sequence plus what the note asserts and rejects; two such sequences
+are aligned into the spans where they differ.
+
+First and third person are folded (subject words dropped), synonyms and equivalent phrases
+unified, preference and usage verbs collapsed into one predicate token, prepositions into a few
+slot markers. Pure and cached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from functools import lru_cache
+from itertools import takewhile
+
+from worker import correction_lexicon as lx
+from worker import correction_patterns as pt
+
+MAX_TEXT_CHARS = 2000
+
+PRED = "PRED"  # any preference/usage verb; the kind is kept on the note
+BE = "="
+RELOCATE = pt.RELOCATE
+
+# Lexicon words in the canonical form `_tokenize` produces.
+PREF, USE = lx.keys(lx.PREFERENCE_VERBS), lx.keys(lx.USAGE_VERBS)
+NEG = lx.keys(lx.NEGATIVE_VERBS)
+EXCLUSIVE, MULTI = lx.keys(lx.EXCLUSIVE_VERBS), lx.keys(lx.MULTI_VERBS)
+EXCLUSIVE_PREF = lx.keys(lx.EXCLUSIVE_PREFERENCE_VERBS)
+PERSON = lx.keys(lx.PERSON_NOUNS)
+GENERIC = lx.keys(lx.GENERIC_WORDS) | {PRED, BE}
+ANTONYMS = {lx.canon(a): lx.canon(b) for a, b in lx.ANTONYMS.items()}
+PARTICLES = frozenset(lx.PREPOSITIONS.get(p, p) for p in lx.PARTICLES)
+OPTIONAL_PARTICLES = frozenset((lx.canon(v), lx.PREPOSITIONS.get(p, p))
+                               for v, p in lx.OPTIONAL_PARTICLES)
+_RUN = lx.canon("run")
+_SOFTWARE = frozenset({"platform", "editor", "browser"})  # "runs Linux" = "uses Linux"
+_LEXICON_WORDS = frozenset(lx.SYNONYMS) | frozenset(
+    w for members in lx.VALUE_CLASSES.values() for w in members.split())
+
+
+def structural(token: str) -> bool:
+    return token in (PRED, BE) or token.startswith("@")
+
+
+def is_content(token: str) -> bool:
+    return not structural(token)
+
+
+@dataclass(frozen=True)
+class Note:
+    tokens: tuple[str, ...]  # content words, "@prep", "=" (copula) and PRED, in order
+    negated: bool
+    clauses: tuple[tuple[frozenset[str], bool], ...]  # (content, negated) per clause
+    markers: frozenset[str]
+    rejected: frozenset[str]  # values the note explicitly rejects
+    has_subject: bool
+    pronoun: bool  # refers back with he/she/her...
+    verbs: frozenset[str]  # stems behind PRED tokens ("prefer", "lik", "us", ...)
+    clause_starts: frozenset[int]  # token indices where a clause begins
+    comparison: tuple[frozenset[str], frozenset[str]] | None  # (preferred, dispreferred)
+    # What the note speaks against: the losing side of "X over Y", what follows "without", the
+    # object of a negated clause ("bars, not pies"; "no emoji in answers" is against emoji,
+    # not answers). Another note saying "not Y" then agrees with it.
+    against: frozenset[str]
+
+    @property
+    def content(self) -> frozenset[str]:
+        return frozenset(filter(is_content, self.tokens))
+
+    @property
+    def pro(self) -> frozenset[str]:
+        """What the note speaks for: its content, less what it is against and what both sides
+        of its comparison share ("charts" in "bar charts over pie charts")."""
+        shared = self.comparison[0] & self.comparison[1] if self.comparison else frozenset()
+        return self.content - self.against - shared - GENERIC
+
+
+def _split_compound(raw: str) -> list[str]:
+    """"dark-roast" -> "dark roast"; lexicon words ("left-handed") and compounds with a short
+    or function-word part ("sister-in-law", "x-axis") stay whole."""
+    if "-" not in raw or raw in _LEXICON_WORDS or lx.HAS_DIGIT.search(raw):
+        return [raw]
+    parts = raw.split("-")
+    if all(len(p) >= 3 and p not in lx.STOPWORDS and p not in lx.PREPOSITIONS for p in parts):
+        return parts
+    return [raw]
+
+
+def _tokenize(text: str) -> tuple[list[str], int, int, set[str]]:
+    """Canonical tokens of one clause, its negation count, subject mentions (1 = the user,
+    2 = a pronoun), and the verbs behind its PRED tokens."""
+    tokens: list[str] = []
+    negations, subject, verbs = 0, 0, set()
+    words = [w for raw in lx.TOKEN.findall(text) for w in _split_compound(raw)]
+    for index, raw in enumerate(words):
+        raw = raw.rstrip(".,") if lx.HAS_DIGIT.search(raw) else raw.strip(".,:/+-")
+        if raw == RELOCATE:
+            tokens.append(raw)
+        elif raw in lx.SUBJECT_WORDS:
+            subject |= 2 if raw in lx.PRONOUNS else 1
+        elif raw in lx.NEGATORS:
+            negations += 1
+        elif raw in lx.BE_WORDS:
+            if not tokens or tokens[-1] != BE:
+                tokens.append(BE)
+        elif raw in lx.PREPOSITIONS:
+            tokens.append(lx.PREPOSITIONS[raw])
+        elif raw in ("a", "an") and index == len(words) - 1:
+            tokens.append("a")  # a trailing letter is a value ("building A"), not an article
+        elif raw in ("have", "has", "had") and index + 1 < len(words) and (
+                words[index + 1] in lx.PARTICIPLES or words[index + 1] == RELOCATE
+                or words[index + 1].endswith("ed")):
+            continue  # auxiliary: "I've relocated", "has switched"
+        elif raw in lx.STOPWORDS or not raw:
+            continue
+        elif (stem := lx.canon(raw)) in NEG or stem in PREF or stem in USE or (
+                stem == _RUN and any(lx.value_classes(lx.canon(w)) & _SOFTWARE
+                                     for w in words[index + 1:index + 3])):
+            negations += stem in NEG
+            verbs.add(lx.canon("use") if stem == _RUN else stem)
+            tokens.append(PRED)
+        else:
+            tokens.append(stem)
+    return tokens, negations, subject, verbs
+
+
+def _comparison(tokens: list[str]) -> tuple[frozenset[str], frozenset[str]] | None:
+    if "@over" not in tokens:
+        return None
+    pivot = tokens.index("@over")  # "X over Y": the words next to "over", up to a structure
+    left = frozenset(takewhile(is_content, reversed(tokens[:pivot])))
+    right = frozenset(takewhile(is_content, tokens[pivot + 1:]))
+    return (left, right) if left and right else None
+
+
+def _without(tokens: list[str]) -> frozenset[str]:
+    """Content right after "without" ("answers without emoji" speaks against emoji)."""
+    out: set[str] = set()
+    for i, token in enumerate(tokens):
+        if token == "@without":
+            out.update(takewhile(is_content, tokens[i + 1:]))
+    return frozenset(out)
+
+
+def _object(tokens: list[str]) -> frozenset[str]:
+    """The content of a clause up to its first qualifying preposition: "no emoji in answers"
+    is about emoji ("not to be contacted on weekends": the leading "to" does not count)."""
+    out: set[str] = set()
+    for token in tokens:
+        if token.startswith("@") and out:
+            break
+        if is_content(token):
+            out.add(token)
+    return frozenset(out)
+
+
+@lru_cache(maxsize=4096)
+def parse(text: str) -> Note:
+    t, markers, rejected = pt.extract_cues(pt.normalize(text[:MAX_TEXT_CHARS]))
+    t = pt.rewrite(t)
+    tokens: list[str] = []
+    clauses: list[tuple[frozenset[str], bool]] = []
+    subject, verbs, starts = 0, set(), set()
+    negated_objects: list[frozenset[str]] = []
+    for clause in pt.CLAUSE_SPLIT.split(t):
+        c_tokens, c_neg, c_subject, c_verbs = _tokenize(clause)
+        starts.add(len(tokens))
+        tokens += c_tokens
+        subject |= c_subject
+        verbs |= c_verbs
+        if content := frozenset(filter(is_content, c_tokens)):
+            clauses.append((content, c_neg % 2 == 1))
+            if c_neg % 2 == 1:
+                negated_objects.append(_object(c_tokens) or content)
+    # The note's polarity is its main (first) clause's: in "is vegetarian and also avoids
+    # eggs" the second clause's "avoids" does not negate the first.
+    negated = bool(clauses) and clauses[0][1]
+    rejected_tokens = frozenset(x for r in rejected for x in _tokenize(pt.rewrite(r))[0])
+    comparison = _comparison(tokens)
+    against: set[str] = set().union(*negated_objects)
+    if not negated:
+        against |= _without(tokens)
+        if comparison:
+            against |= comparison[1] - comparison[0]
+    return Note(tuple(tokens), negated, tuple(clauses), markers,
+                frozenset(filter(is_content, rejected_tokens)), bool(subject),
+                bool(subject & 2), frozenset(verbs), frozenset(starts), comparison,
+                frozenset(against) - GENERIC)
+
+
+# --- Alignment -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    earlier: tuple[str, ...]
+    later: tuple[str, ...]
+    start: int  # index of the block in the earlier sequence
+    end: int
+    later_start: int  # index of the block in the later sequence
+    tail: bool  # the block ends both sequences: nothing shared follows it
+
+
+def content(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(filter(is_content, tokens))
+
+
+def blocks(e: tuple[str, ...], n: tuple[str, ...], fragment: bool) -> list[Block]:
+    """Differing spans. A fragment ("actually, red charts!") restates only the tail of the
+    earlier note, so what it omits is context, not a deletion."""
+    out: list[Block] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, e, n, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        es, ls = e[i1:i2], n[j1:j2]
+        if fragment and tag == "delete":
+            continue
+        if fragment and tag == "replace":
+            keep = max(1, len(content(ls)))
+            while len(content(es)) > keep:
+                es, i1 = es[1:], i1 + 1
+        if not content(es) and not content(ls):
+            continue  # only a preposition or copula moved
+        out.append(Block(es, ls, i1, i2, j1, i2 == len(e) and j2 == len(n)))
+    return out
+
+
+def class_match(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
+    """Every changed word has a competitor of the same class on the other side."""
+    lc, rc = [lx.value_classes(t) for t in left], [lx.value_classes(t) for t in right]
+    return bool(lc and rc) and all(any(c & o for o in rc) for c in lc) and all(
+        any(c & o for o in lc) for c in rc)
+
+
+def class_union(tokens: frozenset[str]) -> frozenset[str]:
+    return frozenset().union(*map(lx.value_classes, tokens))

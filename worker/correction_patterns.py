@@ -1,0 +1,185 @@
+"""Surface patterns for the correction detector (`worker.corrections`): contractions, phrase
+rewrites, correction markers, explicit rejections and reversal verbs, and the functions that
+apply them to a note's text before it is tokenized.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from worker.correction_knowledge import EARLY_EQUIVALENCES, EQUIVALENCES
+
+# Phrase rewrites applied to the lower-cased text, in order. Each maps several surface forms of
+# one idea onto one; none of them encodes a particular note.
+PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), replacement)
+    for pattern, replacement in (
+        (r"\bcan not stand\b|\bcannot stand\b", " hate "),
+        (r"\bwould (?:much )?rather\b|\bhad rather\b", " prefer "),
+        (r"\brather than\b|\bmore than\b|\bthan\b", " over "),
+        (r"\b(?:is|are|am|was) (?:based|located|situated) in\b", " live in "),
+        (r"\bresid(?:es|e|ing)\b", " live "),
+        (r"\bfrom home\b|\bwork(?:s|ing)? remote(?:ly)?\b", " work remote "),
+        (r"\bfull[- ]time\b", " fulltime "),
+        (r"\bon[- ]site\b|\bin[- ]person\b", " onsite "),
+        (r"\b(?:is |are |am |was )?a (?:big )?fans? of\b|\bfans? of\b", " support "),
+        (r"\b(?:to )?be called\b|\bgo(?:es)? by\b|\bcall me\b|\bcall (?:the )?user\b|"
+         r"\bcall them\b", " name is "),
+        # "manager is named Priya" states the slot's value like "manager is Daniel" does.
+        (r"\b(?:is|are|was) (?:called|named)\b|\b(?:called|named)\b(?= [a-z])", " is "),
+        (r"\bvs\.? code\b|\bvisual studio code\b", " vs-code "),
+        (r"\bplain[- ]?text\b", " plaintext "),
+        (r"\b(?:phone|voice|telephone) (call(?:s|ed|ing)?)\b", r" \1 "),
+        (r"\bc\+\+", " cpp "),
+        (r"\bc#", " csharp "),
+        (r"\btwice\b", " 2 times "),
+        (r"\bonce (?:a|per) week\b|\bevery week\b|\beach week\b", " weekly "),
+        (r"\bonce (?:a|per) day\b|\bevery day\b|\beach day\b", " daily "),
+        (r"\bonce (?:a|per) month\b|\bevery month\b|\beach month\b", " monthly "),
+        (r"\bonce (?:a|per) year\b|\bevery year\b|\beach year\b", " yearly "),
+        (r"\b(first|1st) quarter\b", " q1 "),
+        (r"\b(second|2nd) quarter\b", " q2 "),
+        (r"\b(third|3rd) quarter\b", " q3 "),
+        (r"\b(fourth|4th) quarter\b", " q4 "),
+        (r"(\d)\s*(?:a\.m\.|am)\b", r"\1am"),
+        (r"(\d)\s*(?:p\.m\.|pm)\b", r"\1pm"),
+        (r"\b(\d+)(?:st|nd|rd|th)\b", r"\1"),
+        (r"\bo'?clock\b", " "),
+        (r"\b(on|off)\s*(?=[.!;,]|$)", r" toggle-\1 "),
+    )
+)
+
+CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), replacement)
+    for pattern, replacement in (
+        (r"\bcan't\b|\bcannot\b", "can not"),
+        (r"\bwon't\b", "will not"),
+        (r"n't\b", " not"),
+        (r"\bi'm\b", "i am"),
+        (r"'re\b", " are"),
+        (r"'ve\b", " have"),
+        (r"'ll\b", " will"),
+        (r"'d\b", " would"),
+        (r"\b(it|that|there|he|she|what|who|where|here)'s\b", r"\1 is"),
+        (r"'s\b|s'(?=\s)", ""),
+    )
+)
+
+# Explicit rejection of a value: "Mochi, not Miso", "not Notion but Obsidian", "instead of
+# PDF", "switched from VS Code to Neovim". Group 1 is the rejected value.
+_VALUE = r"((?:[\w$€£+./:-]+\s*){1,3}?)"
+REJECTIONS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\bnot\s+" + _VALUE + r"\s*,?\s*but\b"),
+    re.compile(r"\binstead of\s+" + _VALUE + r"(?=[,.;!]|$)"),
+    re.compile(r"\binstead of\s+(\S+)"),
+    re.compile(r",\s*not\s+" + _VALUE + r"\s*[.!]*\s*$"),
+    re.compile(r"\b(?:switch(?:ed)?|chang(?:ed|e)|mov(?:ed|e)|went|go(?:es)?|gone)\s+from\s+"
+               + _VALUE + r"\s+to\b"),
+    re.compile(r"\brather than\s+" + _VALUE + r"(?=[,.;!]|$)"),
+    # "replaced Zoom with Teams", "traded the car for a bike", "swapped tea for coffee"
+    re.compile(r"\b(?:replac(?:ed|es|e|ing))\s+" + _VALUE + r"\s+with\b"),
+    re.compile(r"\b(?:trad(?:ed|es|e|ing)(?: in)?|swap(?:ped|s)?|exchang(?:ed|es|e))\s+"
+               + _VALUE + r"\s+for\b"),
+)
+
+# Correction markers, searched in the lower-cased text and removed before tokenizing. A marker
+# only counts when the later note has it and the earlier does not.
+STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern))
+    for name, pattern in (
+        ("changed_mind", r"\bchanged? (?:my|their|his|her|our) minds?\b|\bon second thoughts?\b"),
+        ("scratch_that", r"\b(?:scratch|forget|ignore|strike) (?:that|this)\b"),
+        ("meant", r"\b(?:i|they|user|we) (?:actually )?meant\b|\bi mean\b"),
+        ("make_that", r"\bmake (?:that|it)\b"),
+        ("no_wait", r"\bno,? wait\b|^\W*wait\b"),
+        ("leading_no", r"^\W*(?:no|nope|nah)\b\s*[,.!:;-]"),
+        ("apology", r"^\W*(?:sorry|oops|my bad)\b"),
+        ("correction", r"\bcorrection\b\s*:?|\bcorrected\b|\bupdate\s*:"),
+        ("actually", r"\bactually\b|\bturns out\b"),
+        ("instead", r"\binstead\b"),
+        ("anymore", r"\bany ?more\b|\bnot anymore\b"),
+        ("leading_rather", r"^\W*rather\b"),
+        ("now_pref", r"\bnow (?=(?:prefers?|likes?|loves?|wants?|uses?|lives|works|is|are)\b)"),
+        ("from_now_on", r"\bfrom now on\b|\bgoing forward\b|\bfrom here on\b"),
+        ("switched", r"\b(?:switch|upgrade|downgrade)(?:ed|d|es|s|ing)? (?:\w+ )?(?:over |back )?"
+                     r"(?:to|from)\b"
+                     r"|\bswapped (?:to|for)\b|\bupgrade\s*:|\breplac(?:ed|es|e|ing)\b"
+                     r"|\b(?:trad|swapp|exchang)(?:ed|es|e|ing)?\b(?= .*\bfor\b)"),
+        ("changed_to", r"\bchang(?:ed|es|e) (?=(?:\w+ ){0,2}to\b)|\b(?:went|gone|goes|go) "
+                       r"(?:up|down) to\b|\b(?:increased|decreased|raised|lowered|rose|fell|"
+                       r"dropped|reduced|grew) to\b"),
+        ("relocated", r"\b(?:relocated|relocating|moved|moving|moves) (?:\w+ )?(?:back )?to\b"),
+        ("rescheduled", r"\b(?:slipped|pushed(?: back)?|postponed|delayed|rescheduled|bumped"
+                        r"|brought forward) (?:to|until|till)\b"),
+        ("became", r"\b(?:went|go|goes|became|become|becomes|turned|turns|got|gets|get) "
+                   r"(?=(?:a |an )?(?:vegan|vegetarian|pescatarian|remote|hybrid|keto|married|"
+                   r"divorced|engaged|separated|single)\b)"),
+        ("back", r"\b(?:back (?:in|at|to|on)|returned to)\b"),
+    )
+)
+WEAK_MARKERS = re.compile(r"\bnow\b|\bthese days\b|\bnowadays\b|\bcurrently\b|\bagain\b"
+                          r"|\brecently\b|\blately\b|\blast (?:week|month|year)\b")
+ADDITIVE_MARKERS = re.compile(
+    r"\balso\b|\btoo\b|\bas well\b|\badditionally\b|\bin addition\b|\bbesides\b|\banother\b"
+    r"|\bboth\b|\bplus\b|\bother\b|\bextra\b"
+)
+# Reversal verbs negate what follows ("sold the Tesla", "gave up on learning piano").
+REVERSALS = re.compile(
+    r"\b(?:no longer|no more|stopped|stops|stop|quit|quitting|gave up(?: on)?|give up(?: on)?|"
+    r"given up(?: on)?|sold|ditched|dropped(?! to\b)|cancel+ed|skip|skips|skipped|omit|omits|"
+    r"omitted|leave out|left(?= (?!side\b|hand\b|of\b|or\b|and\b|to\b|aligned\b)\w)|"
+    r"turn(?:ed|s|ing)? off|switch(?:ed|es|ing)? off|"
+    r"(?<!is )(?<!are )(?<!am )(?<!was )(?<!were )(?<!got )(?<!get )used to)\b"
+)
+CLAUSE_SPLIT = re.compile(r"[;]|,\s+|\s+-\s+|\bbut\b|\bwhile\b|\band\b")
+
+
+_DASHES = re.compile(r"\s*[\u2014\u2013]\s*|\s+-\s+")
+_COLON = re.compile(r"(?<=[a-z])\s*:\s+")
+
+
+_EARLY = tuple((re.compile(pattern), replacement) for pattern, replacement in EARLY_EQUIVALENCES)
+_EQUIVALENT = tuple((re.compile(pattern), replacement) for pattern, replacement in EQUIVALENCES)
+
+
+def normalize(text: str) -> str:
+    """Lower-cased NFKC text with one apostrophe, one dash and contractions expanded, and the
+    equivalences that must be seen before correction markers are read."""
+    t = unicodedata.normalize("NFKC", text).lower()
+    t = t.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
+    t = _DASHES.sub(" - ", t)
+    for pattern, replacement in (*CONTRACTIONS, *_EARLY):
+        t = pattern.sub(replacement, t)
+    return t
+
+
+RELOCATE = "zzrelocate"  # left where "moved to" stood; `corrections` decides what it means
+
+
+def extract_cues(text: str) -> tuple[str, frozenset[str], list[str]]:
+    """Take the discourse cues out of normalized text: the names of the markers found
+    ("now" for weak ones, "additive", "reversal"), and the values explicitly rejected."""
+    markers = {name for name, pattern in STRONG_MARKERS if pattern.search(text)}
+    for name, pattern in (("now", WEAK_MARKERS), ("additive", ADDITIVE_MARKERS),
+                          ("reversal", REVERSALS)):
+        if pattern.search(text):
+            markers.add(name)
+    rejected: list[str] = []
+    for pattern in REJECTIONS:
+        rejected += [m.group(1) for m in pattern.finditer(text)]
+        text = pattern.sub(" , ", text)
+    for name, pattern in STRONG_MARKERS:
+        if name in markers:
+            text = pattern.sub(f" {RELOCATE} " if name == "relocated" else " ", text)
+    text = WEAK_MARKERS.sub(" ", text)
+    text = ADDITIVE_MARKERS.sub(" , ", text)  # "and also avoids eggs" opens its own clause
+    return REVERSALS.sub(" not ", text), frozenset(markers), rejected
+
+
+def rewrite(text: str) -> str:
+    """Apply the phrase rewrites (after markers and rejections were taken out)."""
+    text = _COLON.sub(" is ", text)  # "Date format: X" = "date format is X"
+    for pattern, replacement in (*_EQUIVALENT, *PHRASES):
+        text = pattern.sub(replacement, text)
+    return text
