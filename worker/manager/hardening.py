@@ -136,7 +136,11 @@ class HardeningPlan:
         if exact is not None:
             self._deduplicate(note, exact, "exact restatement after normalization", "exact")
             return
-        recorded = next((c for c in pool if c.kind == "corrects"), None)
+        # The note this one was recorded as correcting: an Active note found by the query, or
+        # a note hardened earlier in this very batch (still Provisional in the database).
+        recorded = next((c for c in pool if c.kind == "corrects"
+                         or (note.corrects_note_id is not None
+                             and c.id == note.corrects_note_id)), None)
         if recorded is not None and self._contradiction(note, recorded,
                                                         "recorded correction at write"):
             return
