@@ -1,6 +1,6 @@
 """SPEC 5's read-side controls (issue item 4), for the read path to satisfy.
 
-The rules live in worker/admission.py (`FilterReason`, `injection_filter_reason`,
+The rules live in worker/admission/injection.py (`FilterReason`, `injection_filter_reason`,
 `filter_for_injection`, `EXPIRY_ENFORCED_SQL`, `ATTRIBUTED_SQL`); the policy comes from
 `resolve_policy(settings, agent.memory_policy)`. The tests marked skip are enabled when the
 read path applies them; the candidate test holds already (candidates have their own table).

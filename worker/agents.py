@@ -26,8 +26,8 @@ class AgentConfig:
     reranker_config: dict[str, Any] | None = None
     scope_config: dict[str, Any] | None = None
     auto_archive_enabled: bool = True
-    # This agent's MemoryPolicy fields (SPEC 5, worker/admission.py); the rest come from the
-    # settings. None: the global policy as is.
+    # This agent's MemoryPolicy fields (SPEC 5, worker/admission/policy.py); the rest come from
+    # the settings. None: the global policy as is.
     memory_policy: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:

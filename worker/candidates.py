@@ -29,8 +29,9 @@ from db.queries import candidates as candidate_queries
 from db.scope import NoteScope
 from worker.admission import TraceEventName, log_trace, resolve_policy
 from worker.agents import load_agent_config
-from worker.guards import PROMOTION_PIPELINE, Outcome, WriteAttempt, run_guards
+from worker.guards import PROMOTION_PIPELINE, run_guards
 from worker.payloads import RunContext, WriteRequest
+from worker.write_attempt import Outcome, WriteAttempt
 from worker.write_path import PERSISTED, WriteDeps, embed_text
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from typing import Any
 # Fields a record may carry beyond the message (set with `extra=`).
 CONTEXT_FIELDS = ("task_id", "task", "run_id", "seq", "agent_id", "disposition", "duration_ms",
                   "replayed", "cycle_id", "status", "phase", "event", "conversation_id",
-                  "model_calls", "retries")
+                  "model_calls", "retries", "reason_code", "candidate_id", "note_id")
 
 
 class JsonFormatter(logging.Formatter):

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from worker.admission_patterns import DEFAULT_REJECT_WRITE_PATTERNS
+from worker.admission.patterns import DEFAULT_REJECT_WRITE_PATTERNS
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     seq_wait_max_s: float = Field(default=1.0, gt=0)
     seq_counter_ttl_days: int = Field(default=30, ge=1)
 
-    # --- write admission and trust (SPEC 5; worker/admission.py) ------------------------
+    # --- write admission and trust (SPEC 5; worker/admission/) --------------------------
     # The global MemoryPolicy; an agent's `memory_policy` overrides any of these fields.
     # Defaults leave ordinary user writes as they were: no length floor, no run limit, no
     # duplicate blocking, no hook. The default patterns only match injection phrasings.

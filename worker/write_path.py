@@ -34,14 +34,7 @@ from worker import metrics
 from worker.admission import TraceEvent, TraceEventName, log_trace, resolve_policy
 from worker.agents import config_from_row
 from worker.embeddings import Embedder, EmbeddingError
-from worker.guards import (
-    Embedding,
-    Outcome,
-    WriteAttempt,
-    WritePolicy,
-    embeddable_text,
-    run_guards,
-)
+from worker.guards import run_guards
 from worker.payloads import (
     Invalid,
     RunContext,
@@ -52,6 +45,7 @@ from worker.payloads import (
     payload_digest,
 )
 from worker.settings import Settings
+from worker.write_attempt import Embedding, Outcome, WriteAttempt, WritePolicy, embeddable_text
 
 log = logging.getLogger(__name__)
 
