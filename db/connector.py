@@ -12,9 +12,11 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 from pgvector.psycopg import register_vector
+from psycopg.types.datetime import TimestamptzBinaryLoader, TimestamptzLoader
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
@@ -53,8 +55,40 @@ def make_engine(url: str, *, pool_size: int = 4, application_name: str = "memory
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         register_vector(dbapi_connection)
+        for loader in (InfinityTimestamptzLoader, InfinityTimestamptzBinaryLoader):
+            dbapi_connection.adapters.register_loader("timestamptz", loader)
 
     return engine
+
+
+# `'infinity'` is a valid timestamptz that Python's datetime cannot hold; psycopg refuses to
+# load it, which would make one odd row break every read that returns it. Read as the
+# largest datetime instead (SQL still sees infinity, e.g. the injection filter's isfinite()).
+_FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
+_FAR_PAST = datetime.min.replace(tzinfo=UTC)
+
+
+class InfinityTimestamptzLoader(TimestamptzLoader):
+    def load(self, data: Any) -> datetime:
+        raw = bytes(data)
+        if raw == b"infinity":
+            return _FAR_FUTURE
+        if raw == b"-infinity":
+            return _FAR_PAST
+        return super().load(data)  # type: ignore[no-any-return]
+
+
+class InfinityTimestamptzBinaryLoader(TimestamptzBinaryLoader):
+    _INFINITY = (2**63 - 1).to_bytes(8, "big", signed=True)
+    _MINUS_INFINITY = (-(2**63)).to_bytes(8, "big", signed=True)
+
+    def load(self, data: Any) -> datetime:
+        raw = bytes(data)
+        if raw == self._INFINITY:
+            return _FAR_FUTURE
+        if raw == self._MINUS_INFINITY:
+            return _FAR_PAST
+        return super().load(data)  # type: ignore[no-any-return]
 
 
 class Database:

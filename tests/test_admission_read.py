@@ -2,8 +2,8 @@
 
 The rules live in worker/admission/injection.py (`FilterReason`, `injection_filter_reason`,
 `filter_for_injection`, `EXPIRY_ENFORCED_SQL`, `ATTRIBUTED_SQL`); the policy comes from
-`resolve_policy(settings, agent.memory_policy)`. The tests marked skip are enabled when the
-read path applies them; the candidate test holds already (candidates have their own table).
+`resolve_policy(settings, agent.memory_policy)`; the read path (worker/retrieval.py
+`drop_uninjectable`, worker/context.py) applies them. Candidates have their own table.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from worker.context import build_context, flush_all_recorders
 from worker.normalize import content_hash
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
-READ_PATH = pytest.mark.skip(reason="read-path filter lands with the read-path change")
 
 
 @pytest.fixture
@@ -101,7 +100,6 @@ def test_a_candidate_is_never_injected(runtime, services, db):
     assert rows(services.database_url, "SELECT count(*) AS n FROM notes")[0]["n"] == 0
 
 
-@READ_PATH
 def test_enforce_expires_at_filters_expired_missing_and_malformed_expiry(deps, seed, db,
                                                                          services):
     with db.transaction() as conn:
@@ -121,7 +119,6 @@ def test_enforce_expires_at_filters_expired_missing_and_malformed_expiry(deps, s
     assert "expiry" not in str(trace["detail"].get("notes", ""))  # counts, never text
 
 
-@READ_PATH
 def test_an_infinite_expiry_never_breaks_a_read(deps, seed, db):
     """'infinity' is a valid timestamptz that Python cannot load: without enforcement the
     read must still work (the note is kept as never-expiring, or filtered as malformed)."""
@@ -134,7 +131,6 @@ def test_an_infinite_expiry_never_breaks_a_read(deps, seed, db):
     context(deps)  # must not raise
 
 
-@READ_PATH
 def test_an_agent_policy_turns_expiry_enforcement_on(deps, seed, db):
     with db.transaction() as conn:
         configure_agent(conn, "A", {"note_injection_strategy": "Recent",
@@ -145,7 +141,6 @@ def test_an_agent_policy_turns_expiry_enforcement_on(deps, seed, db):
     assert texts(context(deps)) == {"future expiry"}  # and again: nothing cached wrongly
 
 
-@READ_PATH
 def test_unattributed_results_are_filtered_when_not_allowed(deps, seed, db, services):
     with db.transaction() as conn:
         configure_agent(conn, "A", {"note_injection_strategy": "Recent"})
@@ -159,7 +154,6 @@ def test_unattributed_results_are_filtered_when_not_allowed(deps, seed, db, serv
         "unattributed": 1}
 
 
-@READ_PATH
 def test_with_the_default_policy_reads_are_unchanged(deps, seed, db):
     with db.transaction() as conn:
         configure_agent(conn, "A", {"note_injection_strategy": "Recent"})

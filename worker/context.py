@@ -25,12 +25,15 @@ from sqlalchemy import exc as sa_exc
 from db import queries
 from db.connector import Database
 from db.queries import retrieval as q
+from db.queries.injection import filtered_counts
 from db.scope import RequestScope, ScopeConfig
+from worker import metrics
+from worker.admission import log_trace, resolve_policy
 from worker.agents import AgentConfig, load_agent_config
 from worker.embeddings import Embedder
 from worker.rendering import render_memory_context
 from worker.rerankers import load_reranker
-from worker.retrieval import select_notes
+from worker.retrieval import InjectionRules, select_notes
 from worker.settings import Settings
 from worker.write_path import Clock, utc_now
 
@@ -193,6 +196,7 @@ def build_context(deps: ContextDeps, request: RequestScope, input_text: str | No
 def _build_context(deps: ContextDeps, request: RequestScope, input_text: str | None, *,
                    include_policy: bool, run_id: str | None,
                    record_access: bool) -> MemoryContext:
+    started = time.monotonic()
     now = deps.clock()
     trace: dict[str, Any] = {}
     with deps.db.read() as conn:
@@ -204,16 +208,23 @@ def _build_context(deps: ContextDeps, request: RequestScope, input_text: str | N
         query = _embed_query(deps, input_text, trace) if wants_vector else None
         model = deps.embedder.model_name if deps.embedder is not None else None
         notes: list[q.NoteCandidate] = []
+        filtered: dict[str, int] = {}
         strategy = agent.note_injection_strategy
         if agent.inject_notes:
+            policy = resolve_policy(deps.settings, agent.memory_policy)
+            rules = InjectionRules(policy.enforce_expires_at, policy.allow_unattributed_results)
             selection = select_notes(
                 conn, request, config, strategy=agent.note_injection_strategy,
                 limit=agent.max_notes_to_inject, now=now, input_text=input_text, query=query,
                 embedding_model=model, min_similarity=deps.settings.relevant_min_similarity,
-                reranker=load_reranker(agent.reranker_config),
+                reranker=load_reranker(agent.reranker_config), rules=rules,
             )
             notes, strategy = selection.notes, selection.strategy
             trace.update(selection.trace)
+            if rules.active:
+                filtered = filtered_counts(
+                    conn, request, config, now=now, enforce_expires_at=rules.enforce_expires_at,
+                    require_attribution=not rules.allow_unattributed_results)
         examples: list[q.ExampleCandidate] = []
         if agent.inject_examples and agent.max_examples_to_inject > 0:
             examples = q.examples(conn, request, config,
@@ -229,5 +240,12 @@ def _build_context(deps: ContextDeps, request: RequestScope, input_text: str | N
             trace={"event": "memory_retrieve", "now": now, "run_id": run_id,
                    "agent_id": request.agent_id, "detail": dict(trace)},
         )
+    if filtered:  # counts per reason, never which notes or their text
+        recorder_for(deps.db).record([], now, trace={
+            "event": "memory_retrieve_filter", "now": now, "run_id": run_id,
+            "agent_id": request.agent_id, "detail": {"filtered": filtered}})
+        log_trace("memory_retrieve_filter", run_id=run_id, agent_id=request.agent_id,
+                  filtered=filtered)
+    metrics.series().context_seconds.observe(time.monotonic() - started)
     return MemoryContext(rendered, notes, examples, strategy, trace)
 

@@ -18,9 +18,42 @@ import numpy as np
 from sqlalchemy import Connection
 
 from db.enums import InjectionStrategy, NoteStatus
+from db.queries import injection as iq
 from db.queries import retrieval as q
 from db.scope import RequestScope, ScopeConfig
 from worker.rerankers import RerankerSpec
+
+# Candidates fetched beyond the cap, so that notes dropped after ranking (corrected by a newer
+# note, kept out by the agent's policy) do not leave slots empty.
+SPARE_CANDIDATES = 3
+
+
+@dataclass(frozen=True)
+class InjectionRules:
+    """SPEC 5's read-side policy filters (off by default)."""
+
+    enforce_expires_at: bool = False
+    allow_unattributed_results: bool = True
+
+    @property
+    def active(self) -> bool:
+        return self.enforce_expires_at or not self.allow_unattributed_results
+
+
+def drop_uninjectable(conn: Connection, candidates: list[q.NoteCandidate], now: datetime,
+                      rules: InjectionRules, trace: dict[str, Any]) -> list[q.NoteCandidate]:
+    """Never both sides of a recorded correction: a note a live newer note was recorded as
+    correcting is dropped until hardening retires it. Then the policy filters."""
+    ids = [c.id for c in candidates]
+    gone = iq.corrected_among(conn, ids, now)
+    if gone:
+        trace["dropped_corrected"] = len(gone)
+    if rules.active:
+        for note_id, facts in iq.injection_facts(conn, ids).items():
+            if ((rules.enforce_expires_at and (facts.expiry_missing or facts.expiry_malformed))
+                    or (not rules.allow_unattributed_results and not facts.attributed)):
+                gone.add(note_id)
+    return [c for c in candidates if c.id not in gone]
 
 
 @dataclass
@@ -63,7 +96,9 @@ def _rerank(candidates: list[q.NoteCandidate], input_text: str, reranker: Rerank
 def select_notes(conn: Connection, request: RequestScope, config: ScopeConfig, *,
                  strategy: str, limit: int, now: datetime, input_text: str | None,
                  query: np.ndarray | None, embedding_model: str | None,
-                 min_similarity: float, reranker: RerankerSpec | None) -> NoteSelection:
+                 min_similarity: float, reranker: RerankerSpec | None,
+                 rules: InjectionRules | None = None) -> NoteSelection:
+    rules = rules or InjectionRules()
     trace: dict[str, Any] = {"requested_strategy": strategy}
     if limit <= 0:
         return NoteSelection([], strategy, trace)
@@ -72,7 +107,7 @@ def select_notes(conn: Connection, request: RequestScope, config: ScopeConfig, *
         strategy = InjectionStrategy.RECENT
     if strategy == InjectionStrategy.RELEVANT:
         assert query is not None and embedding_model is not None
-        per_status = limit * (reranker.multiplier if reranker else 1)
+        per_status = limit * (reranker.multiplier if reranker else 1) + SPARE_CANDIDATES
         candidates = q.relevant_notes(conn, request, config, query=query,
                                       embedding_model=embedding_model,
                                       min_similarity=min_similarity, per_status=per_status,
@@ -80,9 +115,12 @@ def select_notes(conn: Connection, request: RequestScope, config: ScopeConfig, *
         if reranker is not None and input_text:
             candidates = _rerank(candidates, input_text, reranker, trace)
     elif strategy == InjectionStrategy.ALL:
-        candidates = q.all_notes(conn, request, config, per_status=limit, now=now)
+        candidates = q.all_notes(conn, request, config, per_status=limit + SPARE_CANDIDATES,
+                                 now=now)
     else:
-        candidates = q.recent_notes(conn, request, config, per_status=limit, now=now)
+        candidates = q.recent_notes(conn, request, config,
+                                    per_status=limit + SPARE_CANDIDATES, now=now)
+    candidates = drop_uninjectable(conn, candidates, now, rules, trace)
     trace["candidates"] = len(candidates)
     chosen = fill_slots(candidates, limit)
     trace["selected"] = len(chosen)

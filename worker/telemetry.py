@@ -74,8 +74,6 @@ def _task_finished(sender: Any = None, task_id: str | None = None, retval: Any =
         series.task_seconds.labels(task=name).observe(duration)
         if name == "memory.write" and isinstance(retval, dict):
             metrics.observe_write(retval)
-        elif name == "memory.context":
-            series.context_seconds.observe(duration)
         elif name == "memory.manager.cycle" and isinstance(retval, dict):
             metrics.observe_cycle(retval)
         logs.log_task_result(task_id, name, retval, duration)
