@@ -46,7 +46,7 @@ from db.enums import (
     ProtectionTier,
     sql_in,
 )
-from db.queries.retrieval import VECTOR_INDEXED_SQL, VECTOR_OVERSIZE_SQL
+from db.queries.retrieval import LATTICE_REST_SQL, VECTOR_INDEXED_SQL
 
 metadata = MetaData()
 
@@ -196,16 +196,9 @@ Index(
     notes.c.expires_at,
     postgresql_where=text(f"{INJECTABLE_SQL} AND expires_at IS NOT NULL"),
 )
-Index(
-    "notes_lattice_idx",
-    notes.c.agent_id,
-    notes.c.user_id,
-    notes.c.company_id,
-    notes.c.created_at.desc(),
-    postgresql_where=text(INJECTABLE_SQL),
-)
-# Exact vector ranking by index-only scans; rows too large for a btree row go to the
-# oversize index (db/migrations/0004, db/queries/retrieval.py).
+# Every injectable note is in exactly one of the two lattice indexes: notes_vector_idx
+# (exact vector ranking by index-only scans) when its row fits a btree row, else the rest
+# index (db/migrations/0004, db/queries/retrieval.py).
 Index(
     "notes_vector_idx",
     notes.c.agent_id,
@@ -216,12 +209,12 @@ Index(
     postgresql_where=text(f"{INJECTABLE_SQL} AND {VECTOR_INDEXED_SQL}"),
 )
 Index(
-    "notes_vector_oversize_idx",
+    "notes_lattice_rest_idx",
     notes.c.agent_id,
     notes.c.user_id,
     notes.c.company_id,
-    notes.c.embedding_model,
-    postgresql_where=text(f"{INJECTABLE_SQL} AND {VECTOR_OVERSIZE_SQL}"),
+    notes.c.created_at.desc(),
+    postgresql_where=text(f"{INJECTABLE_SQL} AND {LATTICE_REST_SQL}"),
 )
 Index(
     "notes_hardening_idx",

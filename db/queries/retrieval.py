@@ -1,14 +1,14 @@
 """The read path: candidate notes and examples for a request, and access statistics.
 
-Every query scans the lattice levels the request may see (one exact index range each, see
-`db.scope.visible_levels`), keeps only unexpired injectable rows, then applies the one scope
-predicate (`db.scope.visibility_sql`). Vector ranking is an exact top-N over that scoped set:
-an approximate index is never scanned first and filtered after, so a selective scope can
-never starve the result, whatever plan (custom or generic) Postgres picks.
+Every query scans the lattice levels the request may see (exact index ranges, two per level,
+see below and `db.scope.visible_levels`), keeps only unexpired injectable rows, then applies
+the one scope predicate (`db.scope.visibility_sql`). Vector ranking is an exact top-N over
+that scoped set: an approximate index is never scanned first and filtered after, so a
+selective scope can never starve the result, whatever plan (custom or generic) Postgres picks.
 
 `relevant_notes` ranks in two steps, because at 1M notes the cost was reading and copying
-whole rows (text, jsonb, the 1.5 kB vector) for every note a request may see — ~1,300 with
-shared notes — to keep five:
+whole rows (text, jsonb, the 1.5 kB vector; one random heap page each) for every note a
+request may see — ~1,300 with shared notes — to keep five:
 
 1. rank: every visible-level row's similarity, computed from `notes_vector_idx`, a btree on
    the lattice columns and the embedding model that also carries status, expiry, id and the
@@ -18,10 +18,16 @@ shared notes — to keep five:
    `per_status` rows qualified. Typically that is exactly `per_status` heap reads.
 
 Step 1 is a superset of what the predicate admits (the lattice levels only), step 2 filters
-in rank order before the limit, so the result is the exact top-N of the scoped set. A btree
-row is capped at ~2.7 kB: rows whose vector and scope ids would not fit (large models,
-very long ids; see `VECTOR_ROW_BYTES_SQL`) are left to `notes_vector_oversize_idx` and ranked
-from the heap instead, so no row is ever unreachable and no insert can fail on index size.
+in rank order before the limit, so the result is the exact top-N of the scoped set.
+
+Injectable notes are split between two lattice indexes, exactly once each: rows with an
+embedding that fits a btree row (`VECTOR_INDEXED_SQL`: a btree row is capped at ~2.7 kB; a
+384-dim vector is 1.5 kB) are in `notes_vector_idx`; the rest (no embedding, a large model's
+vector, very long ids: `LATTICE_REST_SQL`) in `notes_lattice_rest_idx`. So every query scans
+two ranges per lattice level, no row is unreachable and no insert can fail on index size. The
+split also takes the choice from the planner: with one general lattice index it preferred that
+index plus heap reads for the ranking (its cost model takes the constant `agent_id` column for
+physical order), which is several times slower on a cold cache.
 """
 
 from __future__ import annotations
@@ -51,11 +57,11 @@ NOTE_COLUMNS = (
 )
 # Bytes a note's row takes in `notes_vector_idx`, less fixed overhead: its key texts and its
 # vector (4 bytes a dimension). Rows up to VECTOR_INDEX_MAX_BYTES (384-dim MiniLM vectors
-# with ids of up to ~850 bytes) are in that index; btree rows are capped at 2,704 bytes
-# and the fixed part (tuple header, null bitmap, varlena headers, status, expiry, id,
-# alignment) is under 120. The rest are in `notes_vector_oversize_idx`. Both index predicates
-# and the queries use this exact text, so the planner can prove which index a branch may use,
-# under custom and generic plans. Declared in db/migrations/0004 and db/models.py.
+# with ids of up to ~850 bytes) are in that index: btree rows are capped at 2,704 bytes and
+# the fixed part (tuple header, null bitmap, varlena headers, status, expiry, id, alignment)
+# is under 120. NULL without an embedding (embedding_model is NULL exactly then). The index
+# predicates (db/migrations/0004, db/models.py) and the queries use these exact texts, so the
+# planner can prove which index a branch may use, under custom and generic plans.
 VECTOR_ROW_BYTES_SQL = (
     "(octet_length(coalesce(agent_id, '')) + octet_length(coalesce(user_id, '')) + "
     "octet_length(coalesce(company_id, '')) + octet_length(embedding_model) + "
@@ -63,7 +69,9 @@ VECTOR_ROW_BYTES_SQL = (
 )
 VECTOR_INDEX_MAX_BYTES = 2400
 VECTOR_INDEXED_SQL = f"{VECTOR_ROW_BYTES_SQL} <= {VECTOR_INDEX_MAX_BYTES}"
-VECTOR_OVERSIZE_SQL = f"{VECTOR_ROW_BYTES_SQL} > {VECTOR_INDEX_MAX_BYTES}"
+LATTICE_REST_SQL = f"(embedding IS NULL OR {VECTOR_ROW_BYTES_SQL} > {VECTOR_INDEX_MAX_BYTES})"
+# Together exactly the injectable rows, each once: one index range per part and lattice level.
+NOTE_LATTICE_PARTS = (VECTOR_INDEXED_SQL, LATTICE_REST_SQL)
 
 EXAMPLE_COLUMNS = (
     "id, input_text, output_text, success_score, agent_id, user_id, company_id, "
@@ -107,11 +115,14 @@ class ExampleCandidate:
 
 
 def _visible_rows(table: str, levels: list[tuple[bool, bool, bool]], *, expiring: bool) -> str:
-    """UNION ALL of one index range per lattice level: unexpired injectable rows."""
+    """UNION ALL of one index range per lattice level (two for notes, one per lattice index):
+    unexpired injectable rows."""
     alive = " AND (n.expires_at IS NULL OR n.expires_at > :now)" if expiring else ""
+    parts = [f" AND {part}" for part in NOTE_LATTICE_PARTS] if table == "notes" else [""]
     return "\nUNION ALL\n".join(
-        f"SELECT n.* FROM {table} n WHERE {level_condition(level)} AND n.{INJECTABLE_SQL}{alive}"
-        for level in levels
+        f"SELECT n.* FROM {table} n WHERE {level_condition(level)} AND n.{INJECTABLE_SQL}"
+        f"{part}{alive}"
+        for level in levels for part in parts
     )
 
 
@@ -152,14 +163,17 @@ def _statement(sql: str) -> TextClause:
 
 @lru_cache(maxsize=256)
 def _relevant_sql(levels: tuple[tuple[bool, bool, bool], ...], predicate: str) -> str:
-    # Step 1: (id, status, similarity) of every row in the visible lattice levels. Each level
-    # is two exact index ranges: the covering index (index-only) and the oversize one (heap).
+    # Step 1: (id, status, similarity) of every row in the visible lattice levels, one branch
+    # per (level, part): notes_vector_idx index-only, then the rest index (normally no row
+    # with an embedding). Flat on purpose: nesting the parts over a shared level list makes a
+    # shorter text but adds projection layers that cost more (~0.3 ms at 1,300 rows) than
+    # re-parsing the long text in psycopg (~0.2 ms).
     rank = "\nUNION ALL\n".join(
         "SELECT n.id, n.status, 1 - (n.embedding <=> CAST(:query AS vector)) AS similarity "
         f"FROM notes n WHERE {level_condition(level)} AND {INJECTABLE_SQL} "
-        f"AND {fits} AND n.embedding_model = :model AND vector_dims(n.embedding) = :dims "
+        f"AND {part} AND n.embedding_model = :model AND vector_dims(n.embedding) = :dims "
         "AND (n.expires_at IS NULL OR n.expires_at > :now)"
-        for level in levels for fits in (VECTOR_INDEXED_SQL, VECTOR_OVERSIZE_SQL)
+        for level in levels for part in NOTE_LATTICE_PARTS
     )
     # Step 2, per status: best first, read the row and apply the scope predicate until
     # :per_status qualified. LATERAL makes it a nested loop over the sorted ranking, so the
