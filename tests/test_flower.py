@@ -59,9 +59,6 @@ def test_flower_requires_auth_and_never_shows_note_text(services, settings, tmp_
     try:
         wait_until(lambda: _get(f"{base}/api/tasks")[0] == 401, timeout=60, interval=0.3)
         assert _get(f"{base}/api/tasks", "ops:wrong")[0] == 401
-        enqueue_memory_writes({"run_id": "flower-run", "agent_id": "A", "user_id": "U"},
-                              [{"note": SECRET, "type": "Context"}]).results(timeout=30)
-
         def listed() -> dict | None:
             status, body = _get(f"{base}/api/tasks", auth)
             tasks = json.loads(body) if status == 200 and body else {}
@@ -69,11 +66,24 @@ def test_flower_requires_auth_and_never_shows_note_text(services, settings, tmp_
                     and t.get("state") == "SUCCESS"]
             return tasks if done else None
 
-        tasks = wait_until(listed, timeout=60, interval=0.5)
+        # Task events are broadcast, not queued: a write finished before Flower's event
+        # receiver is listening is never seen. Write again until one is.
+        tasks = None
+        for attempt in range(12):
+            enqueue_memory_writes({"run_id": f"flower-run-{attempt}", "agent_id": "A",
+                                   "user_id": "U"},
+                                  [{"note": SECRET, "type": "Context"}]).results(timeout=30)
+            try:
+                tasks = wait_until(listed, timeout=8, interval=0.5)
+                break
+            except AssertionError:
+                continue
+        assert tasks, "Flower never listed a finished memory.write"
         page = json.dumps(tasks)
         assert "memory.write" in page
         assert SECRET not in page and "flowerpot" not in page
-        [task] = [t for t in tasks.values() if t.get("name") == "memory.write"]
+        task = next(t for t in tasks.values() if t.get("name") == "memory.write"
+                    and t.get("state") == "SUCCESS")
         assert "flower-run" in task["args"] and "chars>" in task["args"]
     finally:
         os.killpg(flower.pid, signal.SIGTERM)
