@@ -93,6 +93,20 @@ def _scope_columns() -> list[Column]:
     ]
 
 
+def _scope_key_column() -> Column:
+    """The generated exact-scope key (memory_scope_key of the scope columns)."""
+    return Column(
+        "scope_key",
+        UUID(as_uuid=True),
+        Computed(
+            "memory_scope_key(agent_id, user_id, company_id, primary_scope_entity, "
+            "primary_scope_record_id, secondary_scopes)",
+            persisted=True,
+        ),
+        nullable=False,
+    )
+
+
 agents = Table(
     "agents",
     metadata,
@@ -126,16 +140,7 @@ notes = Table(
     Column("id", UUID(as_uuid=True), primary_key=True),
     Column("agent_id", Text),
     *_scope_columns(),
-    Column(
-        "scope_key",
-        UUID(as_uuid=True),
-        Computed(
-            "memory_scope_key(agent_id, user_id, company_id, primary_scope_entity, "
-            "primary_scope_record_id, secondary_scopes)",
-            persisted=True,
-        ),
-        nullable=False,
-    ),
+    _scope_key_column(),
     Column("type", Text, nullable=False),
     Column("note", Text, nullable=False),
     Column("content_hash", Text, nullable=False),
@@ -304,16 +309,7 @@ memory_candidates = Table(
     Column("seq", BigInteger, nullable=False),
     Column("agent_id", Text, nullable=False),
     *_scope_columns(),
-    Column(
-        "scope_key",
-        UUID(as_uuid=True),
-        Computed(
-            "memory_scope_key(agent_id, user_id, company_id, primary_scope_entity, "
-            "primary_scope_record_id, secondary_scopes)",
-            persisted=True,
-        ),
-        nullable=False,
-    ),
+    _scope_key_column(),
     Column("source", Text, nullable=False),
     Column("type", Text, nullable=False),
     Column("note", Text, nullable=False),
