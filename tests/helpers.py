@@ -80,6 +80,22 @@ def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.05) ->
         time.sleep(interval)
 
 
+def stop_process_group(process: subprocess.Popen[Any], grace_s: float = 15.0) -> None:
+    """SIGTERM the group, SIGKILL what is left after the grace period (as Kubernetes does).
+
+    Flower's executor threads are joined at interpreter exit with no timeout, so an
+    inspect call in flight can hold a terminated Flower for a long time.
+    """
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 class WorkerProcess:
     """A real `celery worker` in its own process group (prefork pool), for crash tests."""
 

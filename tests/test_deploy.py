@@ -12,7 +12,6 @@ import configparser
 import os
 import re
 import shlex
-import signal
 import socket
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import pytest
 import typer
 import yaml
 
+from tests.helpers import stop_process_group
 from worker import health
 from worker.cli import cli
 from worker.settings import PROJECT_ROOT, Settings
@@ -398,8 +398,7 @@ def test_the_flower_launcher_refuses_no_credentials_and_enforces_them(services, 
         assert _get(f"{base}/", "ops:wrong") == 401
         assert _get(f"{base}/", "ops:s3cret") == 200
     finally:
-        os.killpg(flower.pid, signal.SIGTERM)
-        flower.wait(timeout=30)
+        stop_process_group(flower)
 
 
 # --- Docker Compose -----------------------------------------------------------------------

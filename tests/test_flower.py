@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import signal
 import socket
 import subprocess
 import urllib.error
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import wait_until
+from tests.helpers import stop_process_group, wait_until
 from worker.client import enqueue_memory_writes
 from worker.settings import PROJECT_ROOT
 
@@ -86,8 +85,7 @@ def test_flower_requires_auth_and_never_shows_note_text(services, settings, tmp_
                     and t.get("state") == "SUCCESS")
         assert "flower-run" in task["args"] and "chars>" in task["args"]
     finally:
-        os.killpg(flower.pid, signal.SIGTERM)
-        flower.wait(timeout=30)
+        stop_process_group(flower)
     assert (tmp_path / "flower.db").exists() or any(tmp_path.glob("flower.db*"))
 
 
