@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import psycopg._queries
 from pgvector.psycopg import register_vector
 from psycopg.types.datetime import TimestamptzBinaryLoader, TimestamptzLoader
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -37,7 +38,24 @@ def libpq_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def make_engine(url: str, *, pool_size: int = 4, application_name: str = "memory-worker") -> Engine:
+# psycopg converts a query's named placeholders once per text and caches the result only for
+# texts up to 4 kB; the read path's ranking statement is ~10 kB (one index range per lattice
+# level, each spelling out the partial index's predicate), and re-parsing it cost ~0.2 ms a
+# context. The cache is keyed by text and bounded (LRU), so a larger limit is safe.
+if getattr(psycopg._queries, "MAX_CACHED_STATEMENT_LENGTH", 0) < 32768:
+    psycopg._queries.MAX_CACHED_STATEMENT_LENGTH = 32768
+
+
+def make_engine(url: str, *, pool_size: int = 4, application_name: str = "memory-worker",
+                generic_plans: bool = False) -> Engine:
+    connect_args: dict[str, Any] = {"application_name": application_name,
+                                    "prepare_threshold": 1}
+    if generic_plans:
+        # Skip the five custom plans Postgres makes per prepared statement before it compares
+        # costs — and its later choices of custom plans, each re-planned (~2 ms for the
+        # ranking statement). The read path's statements are exact under generic plans by
+        # design (db/queries/retrieval.py; tested).
+        connect_args["options"] = "-c plan_cache_mode=force_generic_plan"
     engine = create_engine(
         sqlalchemy_url(url),
         pool_size=pool_size,
@@ -49,7 +67,7 @@ def make_engine(url: str, *, pool_size: int = 4, application_name: str = "memory
         pool_recycle=1800,
         # Prepare every statement on first use: the read path's plans are then reused instead
         # of re-planned per call (they are exact under generic plans; see db/queries/retrieval.py).
-        connect_args={"application_name": application_name, "prepare_threshold": 1},
+        connect_args=connect_args,
     )
 
     @event.listens_for(engine, "connect")
@@ -98,21 +116,42 @@ class Database:
         self.url = url
         self.pool_size = pool_size
         self._engine: Engine | None = None
+        self._generic_engine: Engine | None = None
         self._pid = 0
         self._lock = threading.Lock()
 
+    def _current(self) -> None:
+        """Engines belong to the process that made them: after a fork, start afresh."""
+        pid = os.getpid()
+        if self._pid != pid:
+            with self._lock:
+                if self._pid != pid:
+                    for engine in (self._engine, self._generic_engine):
+                        if engine is not None:
+                            # Inherited across fork: drop the parent's sockets, do not close them.
+                            engine.dispose(close=False)
+                    self._engine = self._generic_engine = None
+                    self._pid = pid
+
     @property
     def engine(self) -> Engine:
-        pid = os.getpid()
-        if self._engine is None or self._pid != pid:
+        self._current()
+        if self._engine is None:
             with self._lock:
-                if self._engine is None or self._pid != pid:
-                    if self._engine is not None:
-                        # Inherited across fork: drop the parent's sockets without closing them.
-                        self._engine.dispose(close=False)
+                if self._engine is None:
                     self._engine = make_engine(self.url, pool_size=self.pool_size)
-                    self._pid = pid
         return self._engine
+
+    @property
+    def generic_engine(self) -> Engine:
+        """Connections that always use generic plans: only for statements built for them."""
+        self._current()
+        if self._generic_engine is None:
+            with self._lock:
+                if self._generic_engine is None:
+                    self._generic_engine = make_engine(self.url, pool_size=self.pool_size,
+                                                       generic_plans=True)
+        return self._generic_engine
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -126,16 +165,19 @@ class Database:
             yield conn
 
     @contextmanager
-    def read(self) -> Iterator[Connection]:
-        """Autocommit, for read-only work: no BEGIN/ROLLBACK round trips around the reads."""
-        with self.engine.connect() as conn:
+    def read(self, *, generic_plans: bool = False) -> Iterator[Connection]:
+        """Autocommit, for read-only work: no BEGIN/ROLLBACK round trips around the reads.
+        generic_plans: a connection that never re-plans (the memory context's reads)."""
+        engine = self.generic_engine if generic_plans else self.engine
+        with engine.connect() as conn:
             yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
     def dispose(self, *, close: bool = True) -> None:
-        """Drop the pool. close=False in a forked child: the sockets belong to the parent."""
-        if self._engine is not None:
-            self._engine.dispose(close=close)
-            self._engine = None
+        """Drop the pools. close=False in a forked child: the sockets belong to the parent."""
+        for engine in (self._engine, self._generic_engine):
+            if engine is not None:
+                engine.dispose(close=close)
+        self._engine = self._generic_engine = None
 
 
 _databases: dict[str, Database] = {}

@@ -103,10 +103,14 @@ def test_a_correction_never_touches_another_users_or_scopes_note(runtime, write,
     assert note_row(services.database_url, agent_wide)["status"] == "Active"
 
 
+@pytest.mark.parametrize("strategy", ["Relevant", "Recent", "All"])
 def test_the_context_never_shows_both_sides_of_a_recorded_correction(runtime, write,
-                                                                       services):
+                                                                       services, strategy):
+    from worker.agents import configure_agent
     from worker.client import build_memory_context
 
+    with runtime.db.transaction() as conn:
+        configure_agent(conn, "A", {"note_injection_strategy": strategy})
     write(run_context("r1"), "I love pie charts")
     second = write(run_context("r2"), "never use pie charts, bar charts only")
     assert second["disposition"] == "written"

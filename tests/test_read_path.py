@@ -185,15 +185,13 @@ def test_selective_scope_finds_its_five_among_100k(deps, seed, db, embedder, ser
     assert {n.id for n in context(deps, text="How should reports be formatted?").notes} == mine
 
     request = RequestScope(agent_id="A", user_id="U", company_id="C")
-    with db.connect() as conn:
-        conn.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
-        for _ in range(8):  # psycopg prepares the statement after 5 runs; the plan is generic
+    with db.read(generic_plans=True) as conn:  # the connections build_context reads on
+        assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_generic_plan"
+        for _ in range(3):  # prepared on first use: every run here uses the generic plan
             found = q.relevant_notes(conn, request, ScopeConfig(), query=query,
                                      embedding_model=embedder.model_name, min_similarity=0.0,
                                      per_status=5, now=NOW)
             assert {n.id for n in found} == mine
-        conn.exec_driver_sql("RESET plan_cache_mode")
-        conn.rollback()
 
 
 def test_examples_strategies_and_their_four_level_scope(deps, db, embedder):

@@ -199,7 +199,7 @@ def _build_context(deps: ContextDeps, request: RequestScope, input_text: str | N
     started = time.monotonic()
     now = deps.clock()
     trace: dict[str, Any] = {}
-    with deps.db.read() as conn:
+    with deps.db.read(generic_plans=True) as conn:
         agent: AgentConfig = load_agent_config(conn, request.agent_id)
         config = ScopeConfig.parse(agent.scope_config)
         request.validated(config)

@@ -40,16 +40,15 @@ class InjectionRules:
         return self.enforce_expires_at or not self.allow_unattributed_results
 
 
-def drop_uninjectable(conn: Connection, candidates: list[q.NoteCandidate], now: datetime,
+def drop_uninjectable(conn: Connection, candidates: list[q.NoteCandidate],
                       rules: InjectionRules, trace: dict[str, Any]) -> list[q.NoteCandidate]:
     """Never both sides of a recorded correction: a note a live newer note was recorded as
     correcting is dropped until hardening retires it. Then the policy filters."""
-    ids = [c.id for c in candidates]
-    gone = iq.corrected_among(conn, ids, now)
+    gone = {c.id for c in candidates if c.corrected}
     if gone:
         trace["dropped_corrected"] = len(gone)
     if rules.active:
-        for note_id, facts in iq.injection_facts(conn, ids).items():
+        for note_id, facts in iq.injection_facts(conn, [c.id for c in candidates]).items():
             if ((rules.enforce_expires_at and (facts.expiry_missing or facts.expiry_malformed))
                     or (not rules.allow_unattributed_results and not facts.attributed)):
                 gone.add(note_id)
@@ -120,7 +119,7 @@ def select_notes(conn: Connection, request: RequestScope, config: ScopeConfig, *
     else:
         candidates = q.recent_notes(conn, request, config,
                                     per_status=limit + SPARE_CANDIDATES, now=now)
-    candidates = drop_uninjectable(conn, candidates, now, rules, trace)
+    candidates = drop_uninjectable(conn, candidates, rules, trace)
     trace["candidates"] = len(candidates)
     chosen = fill_slots(candidates, limit)
     trace["selected"] = len(chosen)

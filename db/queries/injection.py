@@ -1,7 +1,7 @@
 """What the read path checks about its candidates beyond scope and rank: which of them a
-newer note was recorded as correcting (never injected side by side with it), the attribution
-and expiry facts SPEC 5's policy filters need, and the counts of what those filters removed
-from a request's scoped set (the `memory_retrieve_filter` trace)."""
+newer note was recorded as correcting (`CORRECTED_SQL`: never injected side by side with
+it), the attribution and expiry facts SPEC 5's policy filters need, and the counts of what
+those filters removed from a request's scoped set (the `memory_retrieve_filter` trace)."""
 
 from __future__ import annotations
 
@@ -20,14 +20,13 @@ ATTRIBUTED_SQL = (
     f"OR cardinality(n.derived_from_note_ids) > 0 OR n.author_type = '{AuthorType.USER.value}')"
 )
 
-# Among these notes, those a live injectable note was recorded as correcting (same scope:
-# the write path records corrections within one exact scope only).
-_CORRECTED = text(f"""
-SELECT DISTINCT c.corrects_note_id AS id
-FROM notes c JOIN notes o ON o.id = c.corrects_note_id
-WHERE c.corrects_note_id = ANY(CAST(:ids AS uuid[])) AND c.{INJECTABLE_SQL}
-  AND (c.expires_at IS NULL OR c.expires_at > :now) AND c.scope_key = o.scope_key
-""")  # noqa: S608 - our own constants only
+# Whether a live injectable note was recorded as correcting candidate row `n` (same scope: the
+# write path records corrections within one exact scope only). Evaluated in the candidate
+# queries themselves, on the few rows they return: no extra round trip.
+CORRECTED_SQL = f"""EXISTS (
+    SELECT 1 FROM notes c
+    WHERE c.corrects_note_id = n.id AND c.{INJECTABLE_SQL}
+      AND (c.expires_at IS NULL OR c.expires_at > :now) AND c.scope_key = n.scope_key)"""  # noqa: S608
 
 _FACTS = text(f"""
 SELECT n.id, n.expires_at IS NULL AS expiry_missing,
@@ -42,12 +41,6 @@ class InjectionFacts:
     expiry_missing: bool
     expiry_malformed: bool
     attributed: bool
-
-
-def corrected_among(conn: Connection, ids: list[uuid.UUID], now: datetime) -> set[uuid.UUID]:
-    if not ids:
-        return set()
-    return {row.id for row in conn.execute(_CORRECTED, {"ids": ids, "now": now})}
 
 
 def injection_facts(conn: Connection, ids: list[uuid.UUID]) -> dict[uuid.UUID, InjectionFacts]:

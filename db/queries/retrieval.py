@@ -42,6 +42,7 @@ import numpy as np
 from sqlalchemy import Connection, TextClause, text
 
 from db.enums import INJECTABLE_SQL, INJECTABLE_STATUSES
+from db.queries.injection import CORRECTED_SQL
 from db.scope import (
     RequestScope,
     ScopeConfig,
@@ -96,6 +97,7 @@ class NoteCandidate:
     created_at: datetime
     expires_at: datetime | None
     similarity: float | None = None
+    corrected: bool = False  # a live newer note of its scope was recorded as correcting it
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,7 @@ ranked AS (
     SELECT n.*, row_number() OVER (PARTITION BY n.status ORDER BY {order}) AS status_rank
     FROM scoped n
 )
-SELECT {NOTE_COLUMNS}, NULL::float8 AS similarity
+SELECT {NOTE_COLUMNS}, NULL::float8 AS similarity, {CORRECTED_SQL} AS corrected
 FROM ranked n WHERE status_rank <= :per_status
 ORDER BY {order}
 """
@@ -180,7 +182,7 @@ def _relevant_sql(levels: tuple[tuple[bool, bool, bool], ...], predicate: str) -
     # heap is read only for the rows walked; the ORDER BY makes the limit exact whatever plan.
     columns = ", ".join(f"n.{c.strip()}" for c in NOTE_COLUMNS.split(","))
     fetch = "\nUNION ALL\n".join(f"""(
-    SELECT {columns}, c.similarity
+    SELECT {columns}, c.similarity, {CORRECTED_SQL} AS corrected
     FROM (SELECT c.id, c.similarity FROM ranked c
           WHERE c.status = '{status.value}' AND c.similarity >= :min_similarity
           ORDER BY c.similarity DESC, c.id) AS c
