@@ -80,6 +80,10 @@ VERB_EQUIVALENTS = (
     "drink have",
     "take have",
     "take drink",
+    "track count log monitor record",
+    "shop buy",
+    "learn prepare",
+    "host throw",
 )
 
 # A particle after a verb makes another verb ("works" / "works out", "gives" / "gives up"),
@@ -111,7 +115,9 @@ EQUIVALENCES: tuple[tuple[str, str], ...] = (
      r" commute to \1 by bike "),
     (r"\b(?:walks?|walked|walking) to (" + _PLACES + r")\b", r" commute to \1 by foot "),
     (r"\b(?:drives?|drove|driving) to (" + _PLACES + r")\b", r" commute to \1 by car "),
-    (r"\bcommutes? (?:by|on|via) (?:the |a |an )?", " commute by "),
+    # Commuting is going to work: "commutes by bike" = "cycles to work".
+    (r"\bcommutes? (?:by|on|via) (?:the |a |an )?", " commute to work by "),
+    (r"\bcommute to the office\b", " commute to work "),
     # Waking: "gets up at 6" = "wakes up at 6" = "rises at 6".
     (r"\b(?:gets?|got|getting) up\b|\b(?:wakes?|woke|waking)(?: up)?\b", " wake up "),
     # Seats: "likes to sit by the window" = "likes window seats".

@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from worker import correction_entities as entities
 from worker import correction_knowledge as knowledge
+from worker import correction_synonyms as synonyms
 
 
 def _words(text: str) -> frozenset[str]:
@@ -32,7 +34,10 @@ STOPWORDS = _words(
     "a an the this these those and or but so very really just please do does did done "
     "will would should shall can could might must it its it's there here every each all any "
     "some much many always usually mostly generally typically often sometimes ever "
-    "everything everywhere overall kind sort spelled spelt still mr mrs ms dr prof"
+    "everything everywhere overall kind sort spelled spelt still mr mrs ms dr prof "
+    # Focus and frequency adverbs that leave the fact as it was ("always flies KLM" = "only
+    # flies KLM"); "never" is a negator, not here.
+    "only exclusively normally regularly primarily avid keen"
 )
 
 # Canonical preposition per group. in/on/at are one slot ("on Mondays" = "at 9" = "in May");
@@ -77,6 +82,11 @@ GENERIC_WORDS = _words(
     "have get make take send give put time thing way lot bit music food cuisine genre "
     "stuff"
 )
+
+# Verbs that carry little of their own meaning ("keeps a garden" = "has a garden", "works at a
+# standing desk" = "uses one"). Two content verbs ("learns" / "teaches Spanish", "reads" /
+# "writes novels") are two activities however similar the rest; a light verb may restate one.
+LIGHT_VERBS = _words("have keep use get take make do go work hold put give own")
 
 # Another holder of the fact: "User works at Google" vs "User's wife works at Google".
 PERSON_NOUNS = _words(
@@ -202,8 +212,10 @@ def stem(word: str) -> str:
     if len(word) <= 3 or HAS_DIGIT.search(word):
         return word
     if word.endswith(("ies", "ied")):
-        base = word[:-3]  # "pies" -> "pie", "cities" -> "citi" (as "city" -> "citi")
-        return word[:-1] if len(base) <= 2 else base + "i"
+        # "pies" -> "pie" (as "pie"), "flies" -> "fly" (as "fly"), "cities" -> "citi" (as
+        # "city" -> "citi")
+        base = word[:-3]
+        return word[:-1] if len(base) <= 1 else base + "y" if len(base) == 2 else base + "i"
     if word.endswith("sses"):
         return word[:-2]
     if word.endswith("s") and not word.endswith(("ss", "us", "is")):
@@ -225,10 +237,15 @@ def stem(word: str) -> str:
     return word
 
 
-ATTRIBUTE_CLASSES = knowledge.ATTRIBUTE_CLASSES
-SYNONYMS = SYNONYMS | knowledge.SYNONYMS
-VALUE_CLASSES = {name: f"{VALUE_CLASSES.get(name, '')} {knowledge.VALUE_CLASSES.get(name, '')}"
-                 for name in VALUE_CLASSES | knowledge.VALUE_CLASSES}
+ATTRIBUTE_CLASSES = (*knowledge.ATTRIBUTE_CLASSES, *entities.ATTRIBUTE_NAMES)
+# Kinds of named things a person may have several of: they compete only in a one-value slot or
+# after a correction marker (see `correction_entities`).
+OPEN_CLASSES = frozenset(entities.OPEN_CLASSES)
+SYNONYMS = SYNONYMS | knowledge.SYNONYMS | synonyms.SYNONYMS
+_SOURCES = (VALUE_CLASSES, knowledge.VALUE_CLASSES, entities.OPEN_CLASSES,
+            entities.ATTRIBUTE_SCALES)
+VALUE_CLASSES = {name: " ".join(source.get(name, "") for source in _SOURCES)
+                 for name in frozenset().union(*_SOURCES)}
 _SYNONYM_STEMS = {stem(k): v for k, v in SYNONYMS.items()} | SYNONYMS
 
 
@@ -253,6 +270,11 @@ VERB_EQUIVALENTS = frozenset(
     for group in knowledge.VERB_EQUIVALENTS for a in group.split() for b in group.split()
     if canon(a) != canon(b)
 )
+
+
+# Unordered pairs of canonical verbs that rival each other for one object ("rents" / "owns").
+RIVAL_VERBS = frozenset(frozenset(canon(v) for v in pair.split())
+                        for pair in entities.RIVAL_VERBS)
 
 
 _CLASS_OF: dict[str, frozenset[str]] = {}

@@ -103,6 +103,9 @@ def _tokenize(text: str) -> tuple[list[str], int, int, set[str]]:
         elif raw in lx.NEGATORS:
             negations += 1
         elif raw in lx.BE_WORDS:
+            if not tokens and index + 1 < len(words) and words[index + 1].endswith("ing") and (
+                    lx.canon(words[index + 1]) not in PREF):
+                continue  # progressive aspect: "is learning Spanish" = "learns Spanish"
             if not tokens or tokens[-1] != BE:
                 tokens.append(BE)
         elif raw in lx.PREPOSITIONS:

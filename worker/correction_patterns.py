@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
+from worker.correction_entities import NAMES
 from worker.correction_knowledge import EARLY_EQUIVALENCES, EQUIVALENCES
+from worker.correction_synonyms import PHRASES as SYNONYM_PHRASES
 
 # Phrase rewrites applied to the lower-cased text, in order. Each maps several surface forms of
 # one idea onto one; none of them encodes a particular note.
@@ -42,7 +45,10 @@ PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b(second|2nd) quarter\b", " q2 "),
         (r"\b(third|3rd) quarter\b", " q3 "),
         (r"\b(fourth|4th) quarter\b", " q4 "),
-        (r"(\d)\s*(?:a\.m\.|am)\b", r"\1am"),
+        # Morning times are the bare hour ("gets up at 7" = "at 7am" = "at 7:00").
+        (r"\b(\d{1,2})(?::00)?\s*(?:a\.m\.|am)\b", r"\1"),
+        (r"(\d)\s*(?:a\.m\.|am)\b", r"\1"),
+        (r"\b(\d{1,2}):00\b(?!\s*(?:p\.m\.|pm))", r"\1"),
         (r"(\d)\s*(?:p\.m\.|pm)\b", r"\1pm"),
         (r"\b(\d+)(?:st|nd|rd|th)\b", r"\1"),
         (r"\bo'?clock\b", " "),
@@ -102,14 +108,20 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("leading_rather", r"^\W*rather\b"),
         ("now_pref", r"\bnow (?=(?:prefers?|likes?|loves?|wants?|uses?|lives|works|is|are)\b)"),
         ("from_now_on", r"\bfrom now on\b|\bgoing forward\b|\bfrom here on\b"),
-        ("switched", r"\b(?:switch|upgrade|downgrade)(?:ed|d|es|s|ing)? (?:\w+ )?(?:over |back )?"
+        # The word between "switched" and "to" is the slot and stays ("switched mains to Ana");
+        # so does the plural after a past "changed" ("changed lawyers": a new one).
+        ("switched", r"\b(?:switch|upgrade|downgrade)(?:ed|d|es|s|ing)? "
+                     r"(?P<keep>(?:(?!(?:over|back|to|from)\b)\w+ ){0,2})(?:over |back )?"
                      r"(?:to|from)\b"
+                     r"|\b(?:changed|switched|swapped) (?:(?:my|their|his|her|our) )?"
+                     r"(?=\w+s\b(?! to\b| from\b| for\b| with\b))"
                      r"|\bswapped (?:to|for)\b|\bupgrade\s*:|\breplac(?:ed|es|e|ing)\b"
                      r"|\b(?:trad|swapp|exchang)(?:ed|es|e|ing)?\b(?= .*\bfor\b)"),
         ("changed_to", r"\bchang(?:ed|es|e) (?=(?:\w+ ){0,2}to\b)|\b(?:went|gone|goes|go) "
                        r"(?:up|down) to\b|\b(?:increased|decreased|raised|lowered|rose|fell|"
                        r"dropped|reduced|grew) to\b"),
-        ("relocated", r"\b(?:relocated|relocating|moved|moving|moves) (?:\w+ )?(?:back )?to\b"),
+        ("relocated", r"\b(?:relocated|relocating|moved|moving|moves) (?:\w+ ){0,2}?"
+                      r"(?:back )?to\b"),
         ("rescheduled", r"\b(?:slipped|pushed(?: back)?|postponed|delayed|rescheduled|bumped"
                         r"|brought forward) (?:to|until|till)\b"),
         ("became", r"\b(?:went|go|goes|became|become|becomes|turned|turns|got|gets|get) "
@@ -140,7 +152,8 @@ _COLON = re.compile(r"(?<=[a-z])\s*:\s+")
 
 
 _EARLY = tuple((re.compile(pattern), replacement) for pattern, replacement in EARLY_EQUIVALENCES)
-_EQUIVALENT = tuple((re.compile(pattern), replacement) for pattern, replacement in EQUIVALENCES)
+_EQUIVALENT = tuple((re.compile(pattern), replacement)
+                    for pattern, replacement in (*NAMES, *SYNONYM_PHRASES, *EQUIVALENCES))
 
 
 def normalize(text: str) -> str:
@@ -157,6 +170,15 @@ def normalize(text: str) -> str:
 RELOCATE = "zzrelocate"  # left where "moved to" stood; `corrections` decides what it means
 
 
+def _marker_replacement(name: str) -> Callable[[re.Match[str]], str]:
+    """What a marker leaves behind: the relocation token, a kept slot word, or a space."""
+    def replace(match: re.Match[str]) -> str:
+        if name == "relocated":
+            return f" {RELOCATE} "
+        return f" {match.groupdict().get('keep') or ''} "
+    return replace
+
+
 def extract_cues(text: str) -> tuple[str, frozenset[str], list[str]]:
     """Take the discourse cues out of normalized text: the names of the markers found
     ("now" for weak ones, "additive", "reversal"), and the values explicitly rejected."""
@@ -171,7 +193,7 @@ def extract_cues(text: str) -> tuple[str, frozenset[str], list[str]]:
         text = pattern.sub(" , ", text)
     for name, pattern in STRONG_MARKERS:
         if name in markers:
-            text = pattern.sub(f" {RELOCATE} " if name == "relocated" else " ", text)
+            text = pattern.sub(_marker_replacement(name), text)
     text = WEAK_MARKERS.sub(" ", text)
     text = ADDITIVE_MARKERS.sub(" , ", text)  # "and also avoids eggs" opens its own clause
     return REVERSALS.sub(" not ", text), frozenset(markers), rejected

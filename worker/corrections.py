@@ -3,30 +3,35 @@
 Embedding similarity cannot tell: MiniLM scores "prefers dark mode" / "prefers light mode" (a
 correction) 0.87 and "prefers bar charts" / "prefers dark backgrounds on charts" (two facts)
 0.66. So the detector reads structure. Both notes become canonical token sequences
-(`correction_parse`: first and third person folded, synonyms and equivalent idioms unified from
-the curated `correction_knowledge`), are aligned, and the difference is judged: an explicit
-rejection ("Mochi, not Miso"), a polarity reversal ("no longer vegetarian") unless the negation
-agrees with what the earlier note already spoke against ("bars over pies" / "no pies"), a
-swapped comparison, one short span replaced by a rival value of the same closed class (blue ->
-red, mild -> hot) or in a one-value slot ("lives in X", "<slot> is X"), correction markers
-("actually", "switched to") that count only with a shared topic word, added detail
-(refinement) or nothing (paraphrase). Other verbs ("works" / "works out"), other heads ("a
-window" / "a window seat"), other holders ("the dog's vet") and other objects of one habit
+(`correction_parse`: first and third person folded, inflections, number words, synonyms,
+light verbs ("goes running" = "runs") and equivalent idioms unified from the curated
+`correction_synonyms` and `correction_knowledge`), are aligned, and the difference is judged
+(`correction_rules` answers the structural questions): an explicit rejection ("Mochi, not
+Miso"), a polarity reversal ("no longer vegetarian") unless the negation agrees with what the
+earlier note already spoke against ("bars over pies" / "no pies"), a swapped comparison, one
+short span replaced by a rival value of the same closed class (blue -> red, mild -> hot) or a
+rival verb ("rents" -> "owns"), or in a one-value slot ("lives in X", "<slot> is X"), a named
+thing of one kind (`correction_entities`: banks, brands, airlines...) replaced only with a
+marker or in such a slot, correction markers ("actually", "switched to", "now") that count only
+with a shared topic word or the same verb, added detail (refinement) or nothing (paraphrase);
+words that only moved ("car service is due") change nothing. Other verbs ("works" / "works
+out"), other heads ("a window" / "a window seat"), other holders ("the dog's vet", "their
+parents visit them"), swapped roles ("from London to Paris") and other objects of one habit
 ("checks email at 9" / "checks Slack at 9") are distinct. Similarity, when given, only breaks
-ties. The default is DISTINCT: merging two facts loses a memory, keeping a duplicate costs
-little. Pure and fast: regexes and a difflib alignment.
+ties, and never between two content verbs ("learns" / "teaches Spanish"). The default is
+DISTINCT: merging two facts loses a memory, keeping a duplicate costs little. Pure and fast:
+regexes and a difflib alignment.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from itertools import takewhile
 
 from worker import correction_lexicon as lx
 from worker import correction_parse as cp
 from worker import correction_patterns as pt
-from worker.correction_parse import Block as _Block
+from worker import correction_rules as rl
 from worker.correction_parse import Note as _Note
 
 __all__ = ["PARAPHRASE_MIN_SIMILARITY", "PREDICATE_CHANGE_MIN_SIMILARITY",
@@ -67,124 +72,13 @@ MAX_TEXT_CHARS = cp.MAX_TEXT_CHARS
 # judged by the set-based rules only, which never merge on a value swap.
 MAX_ALIGNED_TOKENS = 64
 
-_STRUCTURAL_PRED, _BE, _RELOCATE = cp.PRED, cp.BE, cp.RELOCATE
+_BE, _RELOCATE = rl.BE, rl.RELOCATE
 _STRONG_NAMES = frozenset(name for name, _ in pt.STRONG_MARKERS) | {"reversal"}
-_PREF = cp.PREF
-_EXCLUSIVE, _MULTI, _EXCLUSIVE_PREF = cp.EXCLUSIVE, cp.MULTI, cp.EXCLUSIVE_PREF
-_PERSON, _GENERIC, _ANTONYMS = cp.PERSON, cp.GENERIC, cp.ANTONYMS
+_PREF, _EXCLUSIVE, _MULTI, _LIGHT = rl.PREF, rl.EXCLUSIVE, rl.MULTI, rl.LIGHT
+_PERSON, _GENERIC, _ANTONYMS = rl.PERSON, rl.GENERIC, rl.ANTONYMS
 _POSSESSION = lx.keys(frozenset({"have", "get", "own"}))
-_ATTRIBUTES = frozenset(lx.ATTRIBUTE_CLASSES)
 _parse, _blocks, _content = cp.parse, cp.blocks, cp.content
-_class_match, _class_union = cp.class_match, cp.class_union
-_structural, _is_content = cp.structural, cp.is_content
-
-
-def _value_change(e: _Note, block: _Block, markers: bool) -> str | None:
-    """Name of the rule by which one replaced span is a new value for the same slot."""
-    es, ls = _content(block.earlier), _content(block.later)
-    if len(es) > 3 or len(ls) > 3:
-        return None
-    preps_e = {t for t in block.earlier if t.startswith("@")}
-    preps_l = {t for t in block.later if t.startswith("@")}
-    if preps_e != preps_l and preps_e and preps_l:
-        return None  # "in Berlin" -> "with roommates": another slot
-    before = e.tokens[block.start - 1] if block.start > 0 else None
-    head = e.tokens[: block.start]
-    exclusive_pref = bool(e.verbs & _EXCLUSIVE_PREF)
-    if (block.start == 0 or e.negated) and not markers:
-        # The subject or the verb changed ("car is red" / "bike is red"), or both notes rule
-        # things out ("never works weekends" / "never works late"): both can hold.
-        return None
-    if _class_match(es, ls):
-        # "speaks French" / "speaks Spanish", "likes Python" / "likes Rust", "hates meetings
-        # before 10" / "hates meetings after 4": both values can hold at once. So can the
-        # objects of an action with a kept qualifier ("checks email at 9" / "checks Slack at
-        # 9"); counts and amounts ("has 2 kids" / "has 3 kids") cannot.
-        liking = _STRUCTURAL_PRED in head and not exclusive_pref
-        after = e.tokens[block.end] if block.end < len(e.tokens) else ""
-        counted = all(lx.value_classes(t) == {"number"} for t in (*es, *ls))
-        action_object = (after.startswith("@") and before is not None
-                         and not _structural(before) and not lx.value_classes(before))
-        attribute = all(lx.value_classes(t) & _ATTRIBUTES for t in (*es, *ls))
-        object_of_multi = not counted and not attribute and (
-            (block.tail and before in _MULTI) or liking or action_object)
-        if object_of_multi and not markers:
-            return None
-        return "class_value_change"
-    person = {t for t in head if _is_content(t)} <= _PERSON
-    if person and bool(_class_union(frozenset(es))) != bool(_class_union(frozenset(ls))):
-        return None  # a person's other attribute: "partner is vegan" / "partner is a vet"
-    if (before == _BE and any(not _structural(t) and t not in _GENERIC for t in head)
-            and not any(t in _MULTI for t in head)):
-        return "slot_value_change"  # "<slot> is X" -> "<slot> is Y" (not "has a dog named X")
-    verb = next((t for t in reversed(head) if not t.startswith("@")), None)
-    if before is not None and before.startswith("@") and verb in _EXCLUSIVE and block.tail:
-        return "slot_value_change"  # "lives in X", "works as X"
-    if before == _RELOCATE:
-        return "slot_value_change"  # "is moving to X": one destination
-    return None
-
-
-def _new_head(old: _Note, new: _Note, block: _Block) -> bool:
-    """A bare noun appended to the earlier note's last word makes that word a modifier:
-    "has a cat" -> "has a cat allergy" is about the allergy. Values of a closed class stay
-    values ("reports as PDF" -> "PDF attachments")."""
-    if block.earlier or block.start != len(old.tokens) or not block.later:
-        return False
-    if block.later_start in new.clause_starts:
-        return False  # "..., mostly Le Guin": a new clause adds detail
-    if len(list(takewhile(_is_content, block.later))) > 2:
-        return False  # a compound noun is one or two bare words ("car seat", "cat allergy")
-    last, first = old.tokens[-1], block.later[0]
-    if _structural(last) or _structural(first) or first in _GENERIC or first.endswith(
-            ("ly", "li")):
-        return False  # "speaks German" -> "speaks German fluently" adds detail
-    # A value of a closed class in a slot ("reports as PDF") stays a value when a noun follows
-    # ("PDF attachments"); the object of a verb does not ("has a window" -> "has a window
-    # seat", "prefers email" -> "prefers email newsletters").
-    slot = len(old.tokens) > 1 and old.tokens[-2].startswith("@")
-    return not lx.value_classes(first) and not (slot and lx.value_classes(last))
-
-
-def _phrasal(old: _Note, block: _Block) -> bool:
-    """A particle added to, dropped from or swapped on a verb makes another verb: "works on
-    Mondays" / "works out on Mondays", "logs in at 8" / "logs off at 8"."""
-    moved = (*block.earlier, *block.later)  # "logs in" / "logs off": both sides particles
-    if not moved or len(moved) > 2 or not all(t in cp.PARTICLES | {"@in"} for t in moved):
-        return False
-    verb = old.tokens[block.start - 1] if block.start > 0 else ""
-    return _is_content(verb) and all((verb, p) not in cp.OPTIONAL_PARTICLES for p in moved)
-
-
-def _subject_change(old: _Note, block: _Block) -> bool:
-    """The words changed sit in the subject, right before its copula: "work laptop is a Dell"
-    / "personal laptop is a Dell", "cat is called Toast" / "cat sitter is called Toast"."""
-    rest = old.tokens[block.end:]
-    after = next((t for t in rest if _structural(t)), None)  # past the rest of the subject
-    changed = (*block.earlier, *block.later)
-    return after == _BE and not any(map(_structural, changed)) and all(
-        map(_is_content, old.tokens[:block.start])) and bool(set(changed) - _GENERIC)
-
-
-def _same_verb(block: _Block) -> bool:
-    """Only the verb differs, and the two verbs state one fact ("owns" / "drives a Tesla")."""
-    es, ls = _content(block.earlier), _content(block.later)
-    return len(es) == 1 and len(ls) == 1 and frozenset((es[0], ls[0])) in lx.VERB_EQUIVALENTS
-
-
-def _agrees(a: _Note, b: _Note) -> bool:
-    """Both notes speak against one thing and neither is against what the other is for, so a
-    negation restates rather than reverses: "prefers bar charts over pie charts" / "bars, not
-    pies"; "answers without emoji" / "no emoji in answers"."""
-    return bool(a.against & b.against) and not (a.pro & b.against or a.against & b.pro)
-
-
-def _holder_chain(old: _Note, new: _Note) -> bool:
-    """The holder gained or lost a link: "User's dog" / "User's dog's vet"."""
-    def link(n: _Note) -> str:
-        return n.tokens[1] if len(n.tokens) > 1 and n.tokens[1] in _PERSON else ""
-    return bool(old.tokens and new.tokens) and old.tokens[0] == new.tokens[0] in _PERSON and (
-        link(old) != link(new))
+_class_union = cp.class_union
 
 
 def _verdict(relation: Relation, confidence: float, signals: list[str]) -> Verdict:
@@ -240,7 +134,7 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
 
     # A clause that negates the earlier note's content: "no longer vegetarian".
     core = e_content - _GENERIC
-    agrees = _agrees(old, new)
+    agrees = rl.agrees(old, new)
     for clause, negated in new.clauses:
         shared = clause - _GENERIC
         reverses = negated != old.negated and (shared <= core or core <= shared)
@@ -255,10 +149,12 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
 
     e_only, l_only = e_content - l_content, l_content - e_content
     holders = {n.tokens[0] for n in (old, new) if n.tokens and n.tokens[0] in _PERSON}
-    if (holders & (e_only | l_only) or _holder_chain(old, new)) and (
+    if (holders & (e_only | l_only) or rl.holder_chain(old, new) or rl.holder_moved(old, new)) and (
             new.has_subject and not new.pronoun):
         # The fact moved to another holder ("User's wife works at Google"): never the same.
         return _verdict(Relation.DISTINCT, 0.8, [*signals, "holder_change"])
+    if not (e_only | l_only) - _GENERIC and rl.roles_swapped(old, new):
+        return _verdict(Relation.DISTINCT, 0.7, [*signals, "role_swap"])
     fragment = fire("fragment", not new.has_subject and len(l_content) <= len(e_content))
     # Some value of the earlier note has a same-class rival in the later one (Mondays/Fridays).
     e_classes, l_classes = _class_union(e_only), _class_union(l_only)
@@ -266,7 +162,11 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     # Competing values of one class are evidence of their own, so a fragment's low cosine
     # ("no, Teams." = 0.07 against "I prefer Zoom for calls") does not veto them.
     marked = (strong or weak) and not additive
-    if conflict and marked and (anchors or fragment or len(l_content) <= 2):
+    # A short later note that only names the new value ("no, Teams.", "Switched to Firefox")
+    # needs no shared word; one with a verb of its own ("now works in Munich") does.
+    bare = not {t for t in l_only if not lx.value_classes(t)} & (_EXCLUSIVE | _MULTI | _LIGHT)
+    if conflict and marked and (anchors or fragment or (
+            bare and len(l_content - {_RELOCATE}) <= 2)):
         return _verdict(Relation.CORRECTION, 0.8, [*signals, "class_value_change"])
     if flip and agrees and not strong:
         if e_content == l_content:
@@ -297,26 +197,28 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     # cosine restates. A single swapped value ("with Bob" / "with Alice") never does.
     predicate_only = fire("predicate_change", len(blocks) == 1 and blocks[0].start == 0
                           and not blocks[0].tail)
-    predicate_sim = similarity is not None and similarity >= PREDICATE_CHANGE_MIN_SIMILARITY
+    predicate_sim = similarity is not None and similarity >= PREDICATE_CHANGE_MIN_SIMILARITY and (
+        not predicate_only or rl.light_swap(blocks[0]))
     if blocks and blocks[0].start == 0 and not blocks[0].earlier and not fragment and (
-            set(_content(blocks[0].later)) - _GENERIC) and not strong:
+            set(_content(blocks[0].later)) - _GENERIC - e_content) and not strong:
         # Words put in front of the whole earlier note change its subject or its verb
         # ("User's son is learning Japanese"), they do not refine it; after "switched to"
-        # they are the new value ("switched to T-Mobile for the phone plan").
+        # they are the new value ("switched to T-Mobile for the phone plan"). Words moved
+        # there from later in the note change nothing ("has an Echo smart speaker").
         return _verdict(Relation.DISTINCT, 0.7, [*signals, "subject_change"])
     if len(blocks) == 1 and not strong:
-        if _phrasal(old, blocks[0]):
+        if rl.phrasal(old, blocks[0]):
             return _verdict(Relation.DISTINCT, 0.8, [*signals, "phrasal_verb"])
-        if _subject_change(old, blocks[0]):
+        if rl.subject_change(old, blocks[0]):
             return _verdict(Relation.DISTINCT, 0.7, [*signals, "subject_change"])
-        if predicate_only and _same_verb(blocks[0]):
+        if predicate_only and rl.same_verb(blocks[0]):
             return _verdict(Relation.PARAPHRASE, 0.7, [*signals, "equivalent_verb"])
     if not e_only or not l_only:
         # ("likes dogs" / "has dogs" is not one fact: a liking is not a possession)
         possession = bool(old.verbs) != bool(new.verbs) and (e_only | l_only) & _POSSESSION
         if not ((e_only | l_only) - _GENERIC) and not possession:
             return _verdict(Relation.PARAPHRASE, 0.75, [*signals, "generic_words_differ"])
-        if len(blocks) == 1 and _new_head(old, new, blocks[0]):
+        if len(blocks) == 1 and rl.new_head(old, new, blocks[0]):
             return _verdict(Relation.DISTINCT, 0.7, [*signals, "head_change"])
         if predicate_only:
             confidence = 0.6 + (similarity or 0.0) - PREDICATE_CHANGE_MIN_SIMILARITY
@@ -326,25 +228,34 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
         confidence = 0.8 if related and not family_change else 0.5
         return _verdict(Relation.REFINEMENT, confidence, [*signals, "added_detail"])
 
-    if len(blocks) == 1:
-        rule = _value_change(old, blocks[0], marked)
+    # Spans whose words only moved ("car is due for service" / "car service is due") change
+    # nothing; what is left is the real change.
+    shared = e_content & l_content
+    changes = [b for b in blocks if not set(_content((*b.earlier, *b.later))) <= shared]
+    if len(changes) == 1:
+        rule = rl.value_change(old, changes[0], marked)
         if rule and (related or rule == "class_value_change") and not additive:
             confidence = 0.85 if rule == "class_value_change" else 0.7
             return _verdict(Relation.CORRECTION, confidence + 0.05 * marked, [*signals, rule])
         # The object in front of a kept qualifier changed ("code in Python" -> "tests in
         # Python"): another object, whatever marker comes with it.
-        after = old.tokens[blocks[0].end] if blocks[0].end < len(old.tokens) else ""
+        after = old.tokens[changes[0].end] if changes[0].end < len(old.tokens) else ""
         fire("object_swap", after.startswith("@") and not any(
-            t.startswith("@") for t in blocks[0].earlier))
-    fire("multi_span_change", len(blocks) != 1)
+            t.startswith("@") for t in changes[0].earlier))
+    fire("multi_span_change", len(changes) != 1)
     # What left and what arrived are values of different classes ("concise" -> "in Spanish",
     # "bar charts" -> "dark backgrounds"): another slot, whatever marker comes with it.
     fire("slot_mismatch", bool(e_classes and l_classes and not conflict))
-    marked_topic = anchors and not additive and related and not (
+    # One value replaced after the same verb or copula ("uses a trackpad" -> "uses a mouse
+    # now", "is a data engineer" -> "is a product manager now") shares the slot even when the
+    # verb is the only word in common.
+    frame = len(changes) == 1 and changes[0].start > 0 and (
+        bool(old.verbs & new.verbs) or old.tokens[:changes[0].start] == (_BE,))
+    marked_topic = (anchors or frame) and not additive and related and not (
         {"object_swap", "slot_mismatch"} & set(signals))
     if strong and marked_topic:
         return _verdict(Relation.CORRECTION, 0.75, [*signals, "marker_on_shared_topic"])
-    if weak and marked_topic and len(blocks) == 1:
+    if weak and marked_topic and len(changes) == 1:
         return _verdict(Relation.CORRECTION, 0.65, [*signals, "marker_on_shared_topic"])
     if sim_high and aligned and not conflict and not strong and (
             len(blocks) > 1 or (predicate_only and predicate_sim)):

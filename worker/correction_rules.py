@@ -1,0 +1,197 @@
+"""Span and structure predicates of the correction detector (`worker.corrections`): is one
+replaced span a new value for the same slot, does an addition change the head noun, the verb
+(a particle) or the subject, did the holder or the roles move, do two negations agree.
+
+Each takes parsed notes (`correction_parse.Note`) or an aligned span (`correction_parse.Block`)
+and answers one structural question; `corrections._decide` weighs the answers.
+"""
+
+from __future__ import annotations
+
+from itertools import takewhile
+
+from worker import correction_lexicon as lx
+from worker import correction_parse as cp
+from worker.correction_parse import Block as _Block
+from worker.correction_parse import Note as _Note
+
+PRED, BE, RELOCATE = cp.PRED, cp.BE, cp.RELOCATE
+PREF, EXCLUSIVE, MULTI = cp.PREF, cp.EXCLUSIVE, cp.MULTI
+PERSON, GENERIC, ANTONYMS = cp.PERSON, cp.GENERIC, cp.ANTONYMS
+LIGHT = lx.keys(lx.LIGHT_VERBS)
+_STRUCTURAL_PRED, _BE, _RELOCATE = PRED, BE, RELOCATE
+_EXCLUSIVE, _MULTI, _EXCLUSIVE_PREF = EXCLUSIVE, MULTI, cp.EXCLUSIVE_PREF
+_PERSON, _GENERIC, _LIGHT = PERSON, GENERIC, LIGHT
+_ATTRIBUTES = frozenset(lx.ATTRIBUTE_CLASSES)
+_RIVALS = lx.RIVAL_VERBS
+_DIRECTIONAL = frozenset({"@from", "@to", "@over", lx.canon("before"), lx.canon("after")})
+_content, _class_match, _class_union = cp.content, cp.class_match, cp.class_union
+_structural, _is_content = cp.structural, cp.is_content
+
+
+def verb_before(head: tuple[str, ...]) -> str | None:
+    """The last word before a slot's preposition: "lives" in "lives in X"."""
+    return next((t for t in reversed(head) if not t.startswith("@")), None)
+
+
+def value_change(e: _Note, block: _Block, markers: bool) -> str | None:
+    """Name of the rule by which one replaced span is a new value for the same slot."""
+    es, ls = _content(block.earlier), _content(block.later)
+    if len(es) > 3 or len(ls) > 3:
+        return None
+    if es and ls and len(es) <= 2 and len(ls) <= 2 and frozenset((es[0], ls[0])) in _RIVALS and (
+            not set(es + ls) & cp.PARTICLES):
+        # "rents" -> "bought a flat": one tenure replaces the other ("rents out" is a landlord's)
+        return "rival_verb"
+    preps_e = {t for t in block.earlier if t.startswith("@")}
+    preps_l = {t for t in block.later if t.startswith("@")}
+    if preps_e != preps_l and preps_e and preps_l:
+        return None  # "in Berlin" -> "with roommates": another slot
+    before = e.tokens[block.start - 1] if block.start > 0 else None
+    head = e.tokens[: block.start]
+    exclusive_pref = bool(e.verbs & _EXCLUSIVE_PREF)
+    if (block.start == 0 or e.negated) and not markers:
+        # The subject or the verb changed ("car is red" / "bike is red"), or both notes rule
+        # things out ("never works weekends" / "never works late"): both can hold.
+        return None
+    head_slot = before == _BE and any(not _structural(t) and t not in _GENERIC for t in head)
+    slot = head_slot or before == _RELOCATE or (
+        before is not None and before.startswith("@") and verb_before(head) in _EXCLUSIVE)
+    if not (markers or slot) and all(lx.value_classes(t) <= lx.OPEN_CLASSES for t in (*es, *ls)):
+        # Named things of one kind ("holds Bitcoin" / "holds Ethereum", "a Netflix" / "a
+        # Spotify subscription") are often held side by side: without a marker or a one-value
+        # slot a second one is another fact.
+        return None
+    if _class_match(es, ls):
+        # "speaks French" / "speaks Spanish", "likes Python" / "likes Rust", "hates meetings
+        # before 10" / "hates meetings after 4": both values can hold at once. So can the
+        # objects of an action with a kept qualifier ("checks email at 9" / "checks Slack at
+        # 9"); counts and amounts ("has 2 kids" / "has 3 kids") cannot.
+        liking = _STRUCTURAL_PRED in head and not exclusive_pref
+        after = e.tokens[block.end] if block.end < len(e.tokens) else ""
+        counted = all(lx.value_classes(t) == {"number"} for t in (*es, *ls))
+        action_object = (after.startswith("@") and before is not None
+                         and not _structural(before) and not lx.value_classes(before))
+        attribute = all(lx.value_classes(t) & _ATTRIBUTES for t in (*es, *ls))
+        # (a change inside the object of such a verb is another object: "eats wet food" /
+        # "eats dry food")
+        object_of_multi = not counted and not attribute and (
+            before in _MULTI or liking or action_object)
+        if object_of_multi and not markers:
+            return None
+        return "class_value_change"
+    person = {t for t in head if _is_content(t)} <= _PERSON
+    if person and bool(_class_union(frozenset(es))) != bool(_class_union(frozenset(ls))):
+        return None  # a person's other attribute: "partner is vegan" / "partner is a vet"
+    if head_slot and not any(t in _MULTI for t in head):
+        return "slot_value_change"  # "<slot> is X" -> "<slot> is Y" (not "has a dog named X")
+    if before is not None and before.startswith("@") and verb_before(head) in _EXCLUSIVE and (
+            block.tail):
+        return "slot_value_change"  # "lives in X", "works as X"
+    if before == _RELOCATE:
+        return "slot_value_change"  # "is moving to X": one destination
+    return None
+
+
+def new_head(old: _Note, new: _Note, block: _Block) -> bool:
+    """A bare noun appended to the earlier note's last word makes that word a modifier:
+    "has a cat" -> "has a cat allergy" is about the allergy. Values of a closed class stay
+    values ("reports as PDF" -> "PDF attachments")."""
+    if block.earlier or block.start != len(old.tokens) or not block.later:
+        return False
+    if block.later_start in new.clause_starts:
+        return False  # "..., mostly Le Guin": a new clause adds detail
+    if len(list(takewhile(_is_content, block.later))) > 2:
+        return False  # a compound noun is one or two bare words ("car seat", "cat allergy")
+    last, first = old.tokens[-1], block.later[0]
+    if _structural(last) or _structural(first) or first in _GENERIC or first.endswith(
+            ("ly", "li")):
+        return False  # "speaks German" -> "speaks German fluently" adds detail
+    # A value of a closed class in a slot ("reports as PDF") stays a value when a noun follows
+    # ("PDF attachments"); the object of a verb does not ("has a window" -> "has a window
+    # seat", "prefers email" -> "prefers email newsletters").
+    slot = len(old.tokens) > 1 and old.tokens[-2].startswith("@")
+    return not lx.value_classes(first) and not (slot and lx.value_classes(last))
+
+
+def phrasal(old: _Note, block: _Block) -> bool:
+    """A particle added to, dropped from or swapped on a verb makes another verb: "works on
+    Mondays" / "works out on Mondays", "logs in at 8" / "logs off at 8"."""
+    moved = (*block.earlier, *block.later)  # "logs in" / "logs off": both sides particles
+    if not moved or len(moved) > 2 or not all(t in cp.PARTICLES | {"@in"} for t in moved):
+        return False
+    verb = old.tokens[block.start - 1] if block.start > 0 else ""
+    return _is_content(verb) and all((verb, p) not in cp.OPTIONAL_PARTICLES for p in moved)
+
+
+def subject_change(old: _Note, block: _Block) -> bool:
+    """The words changed sit in the subject, right before its copula: "work laptop is a Dell"
+    / "personal laptop is a Dell", "cat is called Toast" / "cat sitter is called Toast"."""
+    rest = old.tokens[block.end:]
+    after = next((t for t in rest if _structural(t)), None)  # past the rest of the subject
+    changed = (*block.earlier, *block.later)
+    return after == _BE and not any(map(_structural, changed)) and all(
+        map(_is_content, old.tokens[:block.start])) and bool(set(changed) - _GENERIC)
+
+
+def same_verb(block: _Block) -> bool:
+    """Only the verb differs, and the two verbs state one fact ("owns" / "drives a Tesla")."""
+    es, ls = _content(block.earlier), _content(block.later)
+    return len(es) == 1 and len(ls) == 1 and frozenset((es[0], ls[0])) in lx.VERB_EQUIVALENTS
+
+
+def light_swap(block: _Block) -> bool:
+    """One side of a changed verb is empty or light ("keeps" / "has a garden"), so similarity
+    may judge it; two content verbs ("learns" / "teaches") are two activities."""
+    es, ls = set(_content(block.earlier)), set(_content(block.later))
+    return not es or not ls or es <= _LIGHT or ls <= _LIGHT
+
+
+def agrees(a: _Note, b: _Note) -> bool:
+    """Both notes speak against one thing and neither is against what the other is for, so a
+    negation restates rather than reverses: "prefers bar charts over pie charts" / "bars, not
+    pies"; "answers without emoji" / "no emoji in answers"."""
+    return bool(a.against & b.against) and not (a.pro & b.against or a.against & b.pro)
+
+
+def holder_chain(old: _Note, new: _Note) -> bool:
+    """The holder gained or lost a link: "User's dog" / "User's dog's vet"."""
+    def link(n: _Note) -> str:
+        return n.tokens[1] if len(n.tokens) > 1 and n.tokens[1] in _PERSON else ""
+    return bool(old.tokens and new.tokens) and old.tokens[0] == new.tokens[0] in _PERSON and (
+        link(old) != link(new))
+
+
+def holder_moved(old: _Note, new: _Note) -> bool:
+    """A person who leads one note follows its verb in the other: "visits their parents" /
+    "User's parents visit them". Not a moved phrase ("In September the user's daughter starts
+    school") nor a name's complement ("Priya is the user's manager")."""
+    for a, b in ((old.tokens, new.tokens), (new.tokens, old.tokens)):
+        if not (a and b and a[0] in _PERSON and a[0] != b[0] and a[0] in b):
+            continue
+        at = b.index(a[0])
+        if _BE in (b[at - 1], b[at + 1] if at + 1 < len(b) else None):
+            continue
+        verb = next((t for t in a[1:] if _is_content(t) and t in b), None)
+        if verb is not None and b.index(verb) < at:
+            return True
+    return False
+
+
+def neighbors(tokens: tuple[str, ...], pivot: str) -> tuple[str | None, str | None]:
+    """The nearest meaningful words on either side of a direction word."""
+    at = tokens.index(pivot)
+    meaningful = [t for t in tokens[:at] if _is_content(t) and t not in _GENERIC]
+    after = (t for t in tokens[at + 1:] if _is_content(t) and t not in _GENERIC)
+    return (meaningful[-1] if meaningful else None), next(after, None)
+
+
+def roles_swapped(old: _Note, new: _Note) -> bool:
+    """The same words stand on the other sides of a direction: "from London to Paris" / "from
+    Paris to London", "walks the dog before breakfast" / "has breakfast before walking the
+    dog". Word sets match; the facts do not."""
+    for pivot in _DIRECTIONAL & set(old.tokens) & set(new.tokens):
+        a, b = neighbors(old.tokens, pivot), neighbors(new.tokens, pivot)
+        if None not in (*a, *b) and a != b:
+            return True
+    return False
