@@ -94,3 +94,82 @@ def test_sql_and_python_predicates_agree(services, db, stored, asked, config):
             }
             assert q.visible_note_ids(conn, request, config, NOW) == expected, request
         conn.rollback()
+
+
+MODELS = {"small": 8, "big": 700}  # 700 dims: 2.8 kB, too big for notes_vector_idx's rows
+
+
+@st.composite
+def embedded_notes(draw):
+    scope, status, expires = draw(notes())
+    model = draw(st.sampled_from([None, "small", "big"]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    return scope, status, expires, model, seed
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(embedded_notes(), min_size=1, max_size=40),
+       st.lists(st.tuples(requests(), st.sampled_from(sorted(MODELS)), st.integers(0, 2**32 - 1),
+                          st.integers(1, 4), st.sampled_from([-1.0, 0.0, 0.3])),
+                min_size=1, max_size=4),
+       configs)
+def test_relevant_ranking_is_the_exact_top_n_of_the_scoped_set(services, db, stored, asked,
+                                                                config):
+    """The two-step ranking (index-only ranking over both lattice indexes, then the predicate
+    in rank order) against a brute-force oracle, on the generic-plan connections the context
+    reads on: rows too big for the covering index and rows without a vector included."""
+    import numpy as np
+    from pgvector.psycopg import register_vector
+
+    def vector(model: str, seed: int) -> np.ndarray:
+        return np.random.default_rng(seed).standard_normal(MODELS[model]).astype(np.float32)
+
+    # Random scopes are mostly invisible to a random request: give every request notes at
+    # its own lattice levels too (both models, both statuses, none expired, some of them
+    # exactly its query: ties broken by id).
+    for n, (request, _, seed, _, _) in enumerate(asked):
+        for k, (user, company) in enumerate([(request.user_id, request.company_id),
+                                             (None, request.company_id), (None, None)] * 2):
+            scope = NoteScope(request.agent_id, user, company, None, None, {})
+            stored = [*stored, (scope, ("Active", "Provisional")[k % 2], None,
+                                ("small", "big")[(n + k) % 2], seed + k % 3)]
+    ids = [uuid.uuid4() for _ in stored]
+    with psycopg.connect(services.database_url, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute("TRUNCATE notes CASCADE")
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO notes (id, agent_id, user_id, company_id, primary_scope_entity, "
+                "primary_scope_record_id, secondary_scopes, type, note, content_hash, status, "
+                "expires_at, embedding, embedding_model) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, 'Context', 'n', 'h', %s, %s, %s, %s)",
+                [(i, s.agent_id, s.user_id, s.company_id, s.primary_scope_entity,
+                  s.primary_scope_record_id, json.dumps(s.secondary_scopes), status, expires,
+                  None if model is None else vector(model, seed), model)
+                 for i, (s, status, expires, model, seed) in zip(ids, stored, strict=True)])
+    checked: list[int] = []
+    with db.read(generic_plans=True) as conn:
+        for request, model, seed, per_status, min_similarity in asked:
+            query = vector(model, seed)
+            scored: dict[str, list[tuple[float, uuid.UUID]]] = {"Active": [], "Provisional": []}
+            for i, (scope, status, expires, note_model, note_seed) in zip(ids, stored,
+                                                                           strict=True):
+                if (note_model != model or status not in scored
+                        or not is_visible(scope, request, config)
+                        or (expires is not None and expires <= NOW)):
+                    continue
+                v = vector(model, note_seed)
+                similarity = float(v @ query / (np.linalg.norm(v) * np.linalg.norm(query)))
+                if similarity >= min_similarity:
+                    scored[status].append((similarity, i))
+            expected = {i for rows in scored.values()
+                        for _, i in sorted(rows, key=lambda r: (-r[0], r[1]))[:per_status]}
+            found = q.relevant_notes(conn, request, config, query=query, embedding_model=model,
+                                     min_similarity=min_similarity, per_status=per_status,
+                                     now=NOW)
+            assert {n.id for n in found} == expected, (request, model)
+            checked.append(len(expected))
+            similarities = [n.similarity for n in found]
+            assert similarities == sorted(similarities, reverse=True)
+    assert checked
