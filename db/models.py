@@ -419,6 +419,16 @@ Index(
     conversation_messages.c.ingested_seq,
 )
 
+# Access bumps from the read path, folded into notes by each Memory Manager cycle (0006).
+note_access_pending = Table(
+    "note_access_pending",
+    metadata,
+    Column("note_id", UUID(as_uuid=True), primary_key=True),
+    Column("hits", Integer, nullable=False),
+    _ts("last_accessed_at", nullable=False),
+    CheckConstraint("hits > 0"),
+)
+
 examples = Table(
     "examples",
     metadata,

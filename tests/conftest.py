@@ -122,7 +122,8 @@ def db(services: Services, settings):
 
 
 TABLES = ("trace_events", "write_log", "runs", "note_events", "judge_memo", "notes", "agents",
-          "conversation_messages", "conversations", "examples", "manager_cycles")
+          "conversation_messages", "conversations", "examples", "manager_cycles",
+          "note_access_pending")
 
 
 @pytest.fixture(autouse=True)

@@ -42,7 +42,7 @@ def test_a_cycle_records_every_phase_with_times_counts_and_no_error(runtime, ser
     [row] = rows(services.database_url, "SELECT * FROM manager_cycles")
     assert row["status"] == "succeeded" and row["maintenance"] and row["finished_at"]
     names = [p["phase"] for p in row["phases"]]
-    assert names == ["hardening", "extraction", "importance", "consolidation",
+    assert names == ["access", "hardening", "extraction", "importance", "consolidation",
                      "contradictions", "stale_references", "decay", "ttl"]
     for phase in row["phases"]:
         assert phase["error"] is None

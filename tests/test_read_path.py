@@ -10,11 +10,14 @@ import psycopg
 import pytest
 
 from db import queries
+from db.queries import access
+from db.queries import inspect as inspect_queries
 from db.queries import retrieval as q
 from db.scope import NoteScope, RequestScope, ScopeConfig, ScopeError
 from tests.helpers import rows
 from worker.agents import configure_agent
 from worker.context import build_context, recorder_for
+from worker.manager.cycle import run_manager_cycle
 from worker.normalize import content_hash
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
@@ -274,7 +277,36 @@ def test_access_statistics_are_recorded_off_the_read_path(deps, seed, db):
     context(deps)
     context(deps)
     recorder_for(deps.db).flush()
+    # Recorded beside the note (reads never write a new version of a note row) ...
+    assert rows(deps.db.url, "SELECT access_count FROM notes WHERE id = %s",
+                note_id) == before
+    [pending] = rows(deps.db.url, "SELECT hits, last_accessed_at FROM note_access_pending "
+                     "WHERE note_id = %s", note_id)
+    assert (pending["hits"], pending["last_accessed_at"]) == (2, NOW)
+    with db.connect() as conn:  # ... what operators see counts them already ...
+        shown = inspect_queries.show_note(conn, note_id)
+        assert shown is not None and shown["access_count"] == before[0]["access_count"] + 2
+    # ... and the Memory Manager cycle folds them into the note, first thing.
+    report = run_manager_cycle(db, deps.settings, None, now=NOW, force=True)
+    assert report.phases[0]["phase"] == "access"
+    assert report.phases[0]["counts"] == {"notes": 1, "accesses": 2}
     [after] = rows(deps.db.url, "SELECT access_count, last_accessed_at FROM notes WHERE id = %s",
                    note_id)
     assert after["access_count"] == before[0]["access_count"] + 2
     assert after["last_accessed_at"] == NOW
+    assert rows(deps.db.url, "SELECT * FROM note_access_pending WHERE note_id = %s",
+                note_id) == []
+
+
+def test_accesses_of_a_note_deleted_before_the_fold_are_dropped(deps, seed, db):
+    gone, kept = seed("User likes oolong."), seed("User likes sencha.")
+    [before] = rows(deps.db.url, "SELECT access_count FROM notes WHERE id = %s", kept)
+    with db.transaction() as conn:
+        access.record_access(conn, {gone: 3, kept: 1}, NOW)
+        conn.exec_driver_sql("DELETE FROM notes WHERE id = %(id)s", {"id": gone})
+        pages = [access.fold_access_page(conn, limit=1) for _ in range(3)]  # by note id
+    expected = {gone: (1, 0, 0), kept: (1, 1, 1)}
+    assert pages == [expected[i] for i in sorted(expected)] + [(0, 0, 0)]
+    [row] = rows(deps.db.url, "SELECT access_count FROM notes WHERE id = %s", kept)
+    assert row["access_count"] == before["access_count"] + 1
+    assert rows(deps.db.url, "SELECT note_id FROM note_access_pending") == []

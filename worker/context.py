@@ -24,6 +24,7 @@ from sqlalchemy import exc as sa_exc
 
 from db import queries
 from db.connector import Database
+from db.queries import access
 from db.queries import retrieval as q
 from db.queries.injection import filtered_counts
 from db.scope import RequestScope, ScopeConfig
@@ -120,7 +121,7 @@ class BackgroundRecorder:
             try:
                 with self.db.transaction() as conn:
                     if hits and at is not None:
-                        q.bump_access(conn, dict(hits), at)
+                        access.record_access(conn, dict(hits), at)
                     for trace in traces:
                         queries.insert_trace(conn, **trace)
             except Exception:

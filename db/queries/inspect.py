@@ -10,16 +10,21 @@ from sqlalchemy import Connection, text
 
 _COLUMNS = """id, agent_id, user_id, company_id, primary_scope_entity, primary_scope_record_id,
     secondary_scopes, type, note, status, author_type, protection_tier, importance_score,
-    confidence, access_count, last_accessed_at, expires_at, embedding_model,
+    confidence, notes.access_count + coalesce(pending.hits, 0) AS access_count,
+    greatest(notes.last_accessed_at, pending.last_accessed_at) AS last_accessed_at,
+    expires_at, embedding_model,
     source_conversation_id, source_conversation_detail_id, source_agent_run_id,
     derived_from_note_ids, consolidated_into_note_id, consolidation_count, superseded_by,
     corrects_note_id, review_flag, retention, valid_from, valid_to, created_at, updated_at,
     hardened_at"""
+# Accesses recorded since the last cycle's fold count too: operators see current numbers.
+_PENDING = ("LEFT JOIN LATERAL (SELECT p.hits, p.last_accessed_at FROM note_access_pending p "
+            "WHERE p.note_id = notes.id) AS pending ON true")
 
 # Filters are optional: a NULL parameter means "any"; the value "-" asks for notes without
 # a user / company (operators need to see agent-wide notes too).
 _LIST = text(f"""
-SELECT {_COLUMNS} FROM notes
+SELECT {_COLUMNS} FROM notes {_PENDING}
 WHERE (CAST(:agent_id AS text) IS NULL OR agent_id = :agent_id)
   AND (CAST(:user_id AS text) IS NULL OR user_id = :user_id
        OR (:user_id = '-' AND user_id IS NULL))
@@ -31,7 +36,7 @@ ORDER BY created_at DESC, id
 LIMIT :limit
 """)  # noqa: S608 - column list is a constant
 
-_SHOW = text(f"SELECT {_COLUMNS} FROM notes WHERE id = :id")  # noqa: S608
+_SHOW = text(f"SELECT {_COLUMNS} FROM notes {_PENDING} WHERE id = :id")  # noqa: S608
 
 # Notes an operator may mean by "X": containing the words, or close in meaning (same
 # embedding model). Any status and any user: explaining why a note is *not* injected needs
@@ -41,7 +46,7 @@ SELECT {_COLUMNS},
     CASE WHEN CAST(:vector AS vector) IS NOT NULL AND embedding_model = :model
               AND vector_dims(embedding) = :dims
          THEN 1 - (embedding <=> CAST(:vector AS vector)) END AS similarity
-FROM notes
+FROM notes {_PENDING}
 WHERE (agent_id = :agent_id OR agent_id IS NULL)
   AND (note ILIKE '%' || :needle || '%'
        OR (CAST(:vector AS vector) IS NOT NULL AND embedding_model = :model

@@ -1,4 +1,4 @@
-"""The read path: candidate notes and examples for a request, and access statistics.
+"""The read path: candidate notes and examples for a request.
 
 Every query scans the lattice levels the request may see (exact index ranges, two per level,
 see below and `db.scope.visible_levels`), keeps only unexpired injectable rows, then applies
@@ -250,19 +250,3 @@ def examples(conn: Connection, request: RequestScope, config: ScopeConfig, *, st
            f"ORDER BY {_EXAMPLE_ORDER[strategy]} LIMIT :limit")
     return [ExampleCandidate(**row._mapping)
             for row in conn.execute(text(sql), {**params, "limit": limit})]
-
-
-_BUMP_ACCESS = text("""
-UPDATE notes AS n
-SET access_count = n.access_count + c.hits,
-    last_accessed_at = greatest(n.last_accessed_at, CAST(:at AS timestamptz))
-FROM (SELECT id, hits FROM unnest(CAST(:ids AS uuid[]), CAST(:hits AS integer[])) AS u(id, hits)
-      ORDER BY id) AS c
-WHERE n.id = c.id
-""")
-
-
-def bump_access(conn: Connection, hits: dict[uuid.UUID, int], at: datetime) -> None:
-    if hits:
-        ids = sorted(hits)  # a stable order keeps concurrent flushes from deadlocking
-        conn.execute(_BUMP_ACCESS, {"ids": ids, "hits": [hits[i] for i in ids], "at": at})

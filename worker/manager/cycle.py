@@ -1,9 +1,10 @@
 """One Memory Manager cycle (SPEC 7): single-flight, one row per cycle, phases in order.
 
-Hardening and extraction run every cycle; the maintenance phases run when their own trigger
-says so (`maintenance_interval_hours` since the last maintenance, or
-`maintenance_new_note_trigger` new notes since then) or when forced. Every phase runs in its own
-transaction(s) and trace step, and a phase that fails is recorded and does not stop the rest.
+Folding recorded accesses in, hardening and extraction run every cycle; the maintenance
+phases run when their own trigger says so (`maintenance_interval_hours` since the last
+maintenance, or `maintenance_new_note_trigger` new notes since then) or when forced. Every
+phase runs in its own transaction(s) and trace step, and a phase that fails is recorded and
+does not stop the rest.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from worker.manager.hardening import harden_provisional_notes
 from worker.manager.judge import Budget, CycleJudge, PairRelation, PairVerdict
 from worker.manager.maintenance import (
     decay_unused_notes,
+    fold_access_statistics,
     prune_expired_notes,
     prune_stale_references,
     score_importance,
@@ -55,6 +57,7 @@ log = logging.getLogger(__name__)
 Phase = Callable[[PhaseDeps], dict[str, Any]]
 
 EVERY_CYCLE: list[tuple[str, Phase]] = [
+    ("access", fold_access_statistics),
     ("hardening", harden_provisional_notes),
     ("extraction", extract_from_conversations),
 ]

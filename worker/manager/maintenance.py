@@ -1,12 +1,14 @@
-"""Maintenance phases that are pure SQL over pages of notes (SPEC 7.3): importance scoring,
-stale-reference pruning, Ebbinghaus decay and TTL pruning. Each page is its own short
-transaction, so a long phase never holds locks the write path needs for long."""
+"""Phases that are pure SQL over pages of notes (SPEC 7.3): folding recorded accesses in
+(every cycle), importance scoring, stale-reference pruning, Ebbinghaus decay and TTL
+pruning. Each page is its own short transaction, so a long phase never holds locks the
+write path needs for long."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
+from db.queries.access import fold_access_page
 from db.queries.maintenance import (
     decay_page,
     expire_page,
@@ -52,6 +54,20 @@ def decay_unused_notes(deps: PhaseDeps) -> dict[str, Any]:
         if last is None or seen < settings.maintenance_page_size:
             return counts
         after = last
+
+
+def fold_access_statistics(deps: PhaseDeps) -> dict[str, Any]:
+    """Every cycle, first: the read path's recorded accesses into notes.access_count and
+    last_accessed_at, so that importance, decay and hardening read current counts."""
+    counts: dict[str, Any] = {}
+    size = deps.settings.maintenance_page_size
+    while True:
+        with deps.db.transaction() as conn:
+            taken, updated, hits = fold_access_page(conn, size)
+        bump(counts, "notes", updated)
+        bump(counts, "accesses", hits)
+        if taken < size:
+            return counts
 
 
 def prune_expired_notes(deps: PhaseDeps) -> dict[str, Any]:
