@@ -60,3 +60,29 @@ def test_candidate_tasks_and_no_note_text_in_events_or_results(services):
     assert {t["event"] for t in stored} >= {"memory_promotion_required",
                                             "memory_promotion_rewritten",
                                             "memory_promotion_rejected", "memory_write_block"}
+
+
+def test_the_candidates_cli_decides_through_a_worker(services):
+    from typer.testing import CliRunner
+
+    from worker.cli import cli
+
+    keep, drop = (w["candidate_id"] for w in enqueue_memory_writes(
+        run_context("adm-c3", source="reflection"), [
+            {"note": "User prefers aisle seats.", "type": "Preference"},
+            {"note": "User prefers the premium plan.", "type": "Preference"},
+        ]).results(timeout=30))
+    runner = CliRunner()
+    promoted = runner.invoke(cli, ["candidates", "promote", keep, "--via-worker", "--json"])
+    assert promoted.exit_code == 0, promoted.output
+    assert json.loads(promoted.output)["status"] == "promoted"
+    rejected = runner.invoke(cli, ["candidates", "reject", drop, "--reason", "upsell",
+                                   "--via-worker", "--json"])
+    assert rejected.exit_code == 0 and json.loads(rejected.output)["status"] == "rejected"
+    unknown = runner.invoke(cli, ["candidates", "reject", "nope", "--via-worker"])
+    assert unknown.exit_code == 1 and "UUID" in unknown.output
+    assert [n["note"] for n in notes(services.database_url)] == ["User prefers aisle seats."]
+    [decision] = rows(services.database_url, "SELECT status, decision_reason, decided_by "
+                      "FROM memory_candidates WHERE id = %s", drop)
+    assert decision == {"status": "rejected", "decision_reason": "upsell",
+                        "decided_by": "operator"}

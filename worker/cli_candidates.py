@@ -9,6 +9,7 @@ running them here (same code, same run lock).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -67,6 +68,27 @@ def candidates_list(
     console.print(table)
 
 
+def _decide(task_name: str, decide: Callable[..., Any], candidate_id: str, *, actor: str,
+            via_worker: bool, **options: Any) -> dict[str, Any]:
+    """One decision on a candidate: here, or by a worker running the same function."""
+    if via_worker:
+        from worker import tasks
+
+        task = getattr(tasks, task_name)
+        result: dict[str, Any] = task.apply_async(kwargs={
+            "candidate_id": candidate_id, "actor": actor, **options}).get(timeout=60)
+        return result
+    from worker.candidates import CandidateError
+    from worker.runtime import get_runtime
+
+    try:
+        decided: dict[str, Any] = decide(get_runtime().write_deps(), candidate_id, actor=actor,
+                                         **options).as_dict()
+    except CandidateError as exc:
+        return {"ok": False, "error": str(exc)}
+    return decided
+
+
 @candidates_cli.command("promote")
 def candidates_promote(
     candidate_id: str,
@@ -76,21 +98,10 @@ def candidates_promote(
     as_json: JsonOption = False,
 ) -> None:
     """Write a candidate as a note through the normal pipeline (dedupe, scope, TTL)."""
-    if via_worker:
-        from worker.tasks import memory_candidate_promote
+    from worker.candidates import promote_candidate
 
-        result = memory_candidate_promote.apply_async(kwargs={
-            "candidate_id": candidate_id, "rewrite": rewrite, "actor": actor}).get(timeout=60)
-    else:
-        from worker.candidates import CandidateError, promote_candidate
-        from worker.runtime import get_runtime
-
-        try:
-            result = promote_candidate(get_runtime().write_deps(), candidate_id,
-                                       rewrite=rewrite, actor=actor).as_dict()
-        except CandidateError as exc:
-            result = {"ok": False, "error": str(exc)}
-    _print(result, as_json)
+    _print(_decide("memory_candidate_promote", promote_candidate, candidate_id, actor=actor,
+                   via_worker=via_worker, rewrite=rewrite), as_json)
 
 
 @candidates_cli.command("reject")
@@ -103,18 +114,7 @@ def candidates_reject(
     as_json: JsonOption = False,
 ) -> None:
     """Reject a candidate: it is kept for audit and never injected."""
-    if via_worker:
-        from worker.tasks import memory_candidate_reject
+    from worker.candidates import reject_candidate
 
-        result = memory_candidate_reject.apply_async(kwargs={
-            "candidate_id": candidate_id, "reason": reason, "actor": actor}).get(timeout=60)
-    else:
-        from worker.candidates import CandidateError, reject_candidate
-        from worker.runtime import get_runtime
-
-        try:
-            result = reject_candidate(get_runtime().write_deps(), candidate_id, reason=reason,
-                                      actor=actor).as_dict()
-        except CandidateError as exc:
-            result = {"ok": False, "error": str(exc)}
-    _print(result, as_json)
+    _print(_decide("memory_candidate_reject", reject_candidate, candidate_id, actor=actor,
+                   via_worker=via_worker, reason=reason), as_json)
