@@ -27,7 +27,8 @@ def test_a_provisional_note_becomes_active_without_a_ttl(runtime, services, writ
     after = note_row(services.database_url, result["note_id"])
     assert after["status"] == "Active"
     assert after["expires_at"] is None and after["hardened_at"] is not None
-    assert report.phases[0]["counts"]["hardened"] == 1
+    [hardening] = [p for p in report.phases if p["phase"] == "hardening"]
+    assert hardening["counts"]["hardened"] == 1
     [event] = events_of(services.database_url, result["note_id"])
     assert (event["action"], event["from_status"], event["to_status"], event["actor"]) == (
         "hardened", "Provisional", "Active", "hardening")
