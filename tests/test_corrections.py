@@ -8,11 +8,13 @@ starts Postgres. Speed is measured by `bench/corrections.py`, not asserted here.
 Data files (bench/corrections.py reports all of them):
   * correction_pairs.tsv and correction_pairs_holdout.tsv - the tuning set. The second was the
     round-1 held-out set and was folded into tuning in round 2; the targets are asserted on both.
-  * correction_pairs_dev.tsv - adversarial probes written while tuning rounds 2 and 4: no
+  * correction_pairs_dev.tsv - adversarial probes written while tuning rounds 2, 4 and 5: no
     distinct pair may be merged, the rest has regression floors.
-  * correction_pairs_holdout2.tsv, correction_pairs_holdout3.tsv - written blind after the
-    detector was frozen (rounds 2 and 3); both were later used for tuning (rounds 3 and 4).
-    Only checked for well-formedness here.
+  * correction_pairs_holdout2.tsv, correction_pairs_holdout3.tsv, correction_pairs_holdout4.tsv
+    - written blind (rounds 2, 3 and before round 4); later used for tuning (rounds 3, 4 and
+    5). Only checked for well-formedness here.
+  * correction_pairs_holdout5.tsv - written blind before round 5 and never tuned on: the
+    current detector's blind score (bench). Only well-formedness and output hygiene here.
 """
 
 from __future__ import annotations
@@ -41,13 +43,15 @@ HOLDOUT = DATA / "correction_pairs_holdout.tsv"  # round-1 held-out, folded into
 DEV = DATA / "correction_pairs_dev.tsv"
 HOLDOUT2 = DATA / "correction_pairs_holdout2.tsv"
 HOLDOUT3 = DATA / "correction_pairs_holdout3.tsv"
+HOLDOUT4 = DATA / "correction_pairs_holdout4.tsv"
+HOLDOUT5 = DATA / "correction_pairs_holdout5.tsv"  # blind for the current detector (round 5)
 TUNING = (TRAIN, HOLDOUT)
-ALL_FILES = (TRAIN, HOLDOUT, DEV, HOLDOUT2, HOLDOUT3)
+ALL_FILES = (TRAIN, HOLDOUT, DEV, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5)
 
 # Every signal name the detector may emit: fixed vocabulary, never note text.
 KNOWN_SIGNALS = frozenset({
-    "added_detail", "additive_marker", "class_value_change", "comparison_swap",
-    "correction_marker", "dropped_detail", "explicit_rejection", "fragment",
+    "added_detail", "additive_marker", "another_occasion", "class_value_change", "comparison_swap",
+    "correction_marker", "dropped_detail", "entailment", "explicit_rejection", "fragment",
     "generic_words_differ", "head_change", "holder_change", "marker_on_shared_topic",
     "equivalent_verb", "multi_span_change", "negated_antonym", "negation_agrees", "no_content",
     "object_swap", "phrasal_verb", "polarity_flip", "rival_verb", "role_swap",
@@ -247,6 +251,82 @@ def test_corrections_needing_antonyms_supersede(judge, earlier, later):
     assert verdict.relation is Relation.CORRECTION and supersedes(verdict), verdict
 
 
+# Round 5. Another occasion: a repeatable past event on another date, or the user's own habit
+# on another day, is a second fact; a scheduled thing's day or a marked change still corrects.
+OCCASIONS = [
+    ("User visited Japan in 2019.", "User visited Japan in 2023."),
+    ("User visited Japan in 2019.", "User visited Japan again in 2023."),
+    ("User ran the Berlin marathon in 2017.", "User ran the Berlin marathon in 2019."),
+    ("User is in the office on Wednesdays.", "User is in the office on Thursdays."),
+    ("User works from home on Tuesdays.", "User works from home on Thursdays."),
+    ("User's friend is Sofia.", "User's friend is Daniel."),
+]
+DAY_CORRECTIONS = [
+    ("Weekly sync is on Mondays.", "no, Fridays"),
+    ("User's book club meets on Tuesdays.", "User's book club meets on Thursdays."),
+    ("User is in the office on Mondays.", "User is in the office on Fridays now."),
+    ("User visited Peru in 2020.", "Actually, user visited Peru in 2021."),
+    ("User's thesis advisor is Professor Kim.", "User's thesis advisor is Professor Alvarez."),
+    ("User's default browser is Safari.", "User changed their default browser to Firefox."),
+    ("User is majoring in biology.", "User changed majors from biology to chemistry."),
+]
+# A member where the earlier note named the category implies it: a refinement.
+ENTAILMENTS = [
+    ("User plays an instrument.", "User plays the violin in a community orchestra."),
+    ("User's child plays an instrument.", "User's son plays the cello."),
+    ("User has a pet bird.", "User has a green-cheeked conure named Kiwi."),
+    ("User has a food allergy.", "User has a severe shellfish allergy."),
+]
+NOT_ENTAILED = [
+    ("User plays a sport.", "User watches volleyball."),
+    ("User has a bird.", "User wants a cockatiel."),
+    ("User doesn't play any sport.", "User doesn't play tennis."),
+    ("User takes a medication for headaches.", "User takes ibuprofen for back pain."),
+]
+NOTATION_PARAPHRASES = [
+    ("User works at IBM.", "User works at International Business Machines."),
+    ("User signed an NDA with their employer.",
+     "User signed a non-disclosure agreement with their employer."),
+    ("User plays guitar.", "User is a guitarist."),
+    ("User supports Arsenal.", "User is an Arsenal fan."),
+    ("User's landlord raised the rent.", "The rent was raised by user's landlord."),
+    ("User's flight lands at 6 pm.", "User's flight arrives at 18:00."),
+    ("User's standup is at 9:30 am.", "User's standup starts at half past nine in the morning."),
+    ("User saves $200 a month.", "User saves two hundred dollars a month."),
+    ("User has a PhD in physics.", "User holds a doctorate in physics."),
+]
+
+
+@pytest.mark.parametrize("earlier, later", OCCASIONS)
+def test_another_occasion_is_another_fact(judge, earlier, later):
+    verdict = judge(earlier, later)
+    assert verdict.relation is Relation.DISTINCT and not supersedes(verdict), verdict
+
+
+@pytest.mark.parametrize("earlier, later", DAY_CORRECTIONS)
+def test_one_value_slots_and_marked_changes_still_correct(judge, earlier, later):
+    verdict = judge(earlier, later)
+    assert verdict.relation is Relation.CORRECTION and supersedes(verdict), verdict
+
+
+@pytest.mark.parametrize("earlier, later", ENTAILMENTS)
+def test_a_member_refines_its_category(judge, earlier, later):
+    verdict = judge(earlier, later)
+    assert verdict.relation is Relation.REFINEMENT and supersedes(verdict), verdict
+
+
+@pytest.mark.parametrize("earlier, later", NOT_ENTAILED)
+def test_a_member_under_another_verb_or_negation_is_no_refinement(judge, earlier, later):
+    assert not supersedes(judge(earlier, later))
+
+
+@pytest.mark.parametrize("earlier, later", NOTATION_PARAPHRASES)
+def test_restatements_in_another_notation_supersede(earlier, later):
+    for a, b in ((earlier, later), (later, earlier)):
+        verdict = classify(a, b)
+        assert verdict.relation is Relation.PARAPHRASE and supersedes(verdict), (a, b, verdict)
+
+
 def test_a_less_specific_restatement_does_not_replace_the_detailed_note(judge):
     verdict = judge("User prefers horizontal bar charts with labels.", "User prefers bar charts.")
     assert verdict.relation is not Relation.CORRECTION
@@ -369,6 +449,8 @@ def test_a_note_never_corrects_itself_and_long_notes_are_accepted():
     (DEV, {"correction": 50, "paraphrase": 30, "refinement": 10, "distinct": 50}, 200),
     (HOLDOUT2, {"correction": 20, "paraphrase": 15, "refinement": 10, "distinct": 20}, 80),
     (HOLDOUT3, {"correction": 20, "paraphrase": 15, "refinement": 10, "distinct": 20}, 80),
+    (HOLDOUT4, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
+    (HOLDOUT5, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
 ], ids=lambda p: p.stem if isinstance(p, Path) else "")
 def test_data_files_are_well_formed(path, minimum, size):
     rows = load_pairs(path)
@@ -388,7 +470,12 @@ def test_held_out_sets_share_no_pair_with_any_other_file():
     def keys(path: Path) -> set[tuple[str, str]]:
         return {(r["earlier"].lower(), r["later"].lower()) for r in load_pairs(path)}
 
-    for held_out in (HOLDOUT, HOLDOUT2, HOLDOUT3):
+    # Written independently, held-out sets 4 and 5 happen to share one paraphrase; set 4 was
+    # tuned on in round 5, so that one pair of set 5 is not blind (bench/corrections.py says so).
+    known = {(HOLDOUT5, HOLDOUT4): {("user is a vegan.", "user follows a vegan diet.")}}
+    for held_out in (HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT5):
         for other in ALL_FILES:
             if other != held_out:
-                assert not keys(held_out) & keys(other), (held_out.name, other.name)
+                shared = keys(held_out) & keys(other)
+                assert shared == known.get((held_out, other), set()), (held_out.name,
+                                                                       other.name)

@@ -45,6 +45,47 @@ ATTRIBUTE_CLASSES = ("caffeine", "spiciness", "doneness", "sweetness", "warmth",
                      "speed", "diet", "temperature", "length", "formality", "theme", "size",
                      "side", "amount")
 
+# Category nouns and the members they cover: a note naming a member ("plays the cello") implies
+# one naming the category ("plays an instrument"), so the later, specific note loses nothing of
+# the earlier. Keys are category nouns (several spellings of one category in one key); values
+# name value classes of the lexicon, and words after "+" are further members that are no rival
+# values of each other (a conure and a dog can live side by side). Categories nest: a member
+# that is itself a category brings its own members ("pet" covers "bird" covers "conure").
+HYPERNYMS = {
+    "sport": "sport",
+    "instrument": "instrument",
+    "language": "language",
+    "medication medicine drug pill painkiller": "medicine",
+    "car vehicle": "carmake",
+    "bank": "bank",
+    "airline": "airline",
+    "browser": "browser",
+    "editor": "editor",
+    "city": "city",
+    "country": "country",
+    "beverage drink": "beverage alcohol coffee_drink",
+    "alcohol": "alcohol",
+    "laptop computer": "computer",
+    "bird": "+parrot budgie parakeet cockatiel canary conure finch lovebird macaw cockatoo",
+    "pet animal": "+dog cat rabbit hamster ferret goldfish turtle tortoise snake lizard gecko "
+                  "chinchilla bird horse guinea-pig",
+    "dog": "+labrador poodle beagle terrier spaniel retriever collie dachshund corgi husky "
+           "bulldog pug greyhound whippet",
+    "cat": "+siamese persian tabby ragdoll sphynx bengal",
+    "food": "+peanut shellfish nut gluten dairy egg soy wheat sesame shrimp lactose",
+    "nut": "+peanut almond cashew walnut hazelnut pecan pistachio",
+    "certification certificate": "cloud +pmp cissp ccna comptia cfa cpa scrum prince2 itil",
+    "genre music": "+rock jazz pop classical blues metal folk hip-hop rap techno house punk "
+                   "reggae soul funk indie opera",
+    "weekend": "+saturday sunday",
+    "weekday": "+monday tuesday wednesday thursday friday",
+    "kid": "+son daughter",
+    "parent": "+mother father",
+    "sibling": "+brother sister",
+    "grandparent": "+grandmother grandfather",
+    "spouse partner": "+wife husband",
+}
+
 # One-word synonyms (the lexicon folds them before comparing).
 SYNONYMS = {
     "reminder": "remind", "reminders": "remind", "shown": "show",
@@ -84,6 +125,9 @@ VERB_EQUIVALENTS = (
     "shop buy",
     "learn prepare",
     "host throw",
+    "have hold",  # "holds a doctorate" = "has a PhD"
+    "arrive land",
+    "buy order",
 )
 
 # A particle after a verb makes another verb ("works" / "works out", "gives" / "gives up"),
@@ -140,6 +184,13 @@ EQUIVALENCES: tuple[tuple[str, str], ...] = (
      r"september|october|november|december)\b", r" \2 \1 "),
     (r"\b(\d{1,2}(?::\d\d)?) in the morning\b", r" \1am "),
     (r"\b(\d{1,2}(?::\d\d)?) (?:in the (?:afternoon|evening)|at night)\b", r" \1pm "),
+    # Bedtime: "goes to bed at 10" = "bedtime is 10".
+    (r"\b(?:goes|go|went|going|gets?|got|getting) to (?:bed|sleep)(?: at| around| by)?\b",
+     " bedtime is "),
+    (r"\bmother tongue\b|\bnative tongue\b|\bfirst language\b", " native language "),
+    # A scheduled thing "starts at 9" = "is at 9".
+    (r"\b(?:starts?|begins?|kicks? off|takes? place) (?=at\s+(?:\d|noon|midnight))", " is "),
+    (r"\b(?:ends?|finishes|finish|wraps? up) (?=at\s+(?:\d|noon|midnight))", " end is "),
     # Hometown.
     (r"\bgrew up in\b|\b(?:is|are|am|was|comes?) originally from\b", " hometown is "),
     # Tolerance reads as liking: "is fine with phone calls now" answers "dislikes calls".

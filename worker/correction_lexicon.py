@@ -99,6 +99,15 @@ PERSON_NOUNS = _words(
     "nanny tutor assistant"
 )
 
+# Titles that stand before a name ("Professor Kim", "Coach Rivera"); "Dr" is a stopword.
+TITLES = _words("professor doctor coach dean judge pastor rabbi imam reverend officer "
+                "sergeant captain chef")
+# Relations one person has many of at once: naming another one adds a person.
+MULTI_RELATIONS = _words(
+    "friend colleague coworker co-worker classmate teammate neighbor neighbour cousin child "
+    "kid son daughter sibling brother sister nephew niece grandchild aunt uncle client "
+    "student roommate acquaintance pet")
+
 # Single-word synonyms, folded before comparison (spelling variants included).
 SYNONYMS = {
     "colour": "color", "favourite": "favorite", "grey": "gray", "centigrade": "celsius",
@@ -181,7 +190,20 @@ IRREGULAR = {
     "eaten": "eat", "drank": "drink", "drunk": "drink", "spoke": "speak", "spoken": "speak",
     "knew": "know", "known": "know", "began": "begin", "begun": "begin", "kept": "keep",
     "born": "born", "children": "kid", "child": "kid", "kids": "kid", "people": "person",
+    "gave": "give", "given": "give", "built": "build", "paid": "pay", "drew": "draw",
+    "drawn": "draw", "chose": "choose", "chosen": "choose", "told": "tell", "taught": "teach",
+    "brought": "bring", "caught": "catch", "held": "hold", "met": "meet", "saw": "see",
+    "seen": "see", "won": "win", "lost": "lose", "swam": "swim", "did": "do",
 }
+
+# Past tenses of things one does again and again (trips, visits, races, meetings): the same
+# event on another date is another occasion, not a corrected date ("visited Japan in 2019" /
+# "in 2023"). Verbs of once-only events (born, married, graduated) are not here.
+PAST_EVENT_VERBS = _words(
+    "visited went traveled travelled attended met ran flew saw hiked climbed toured completed "
+    "finished took won competed stayed spent vacationed holidayed backpacked raced swam skied "
+    "camped sailed performed played watched did had got been drove cycled biked walked"
+)
 
 # Antonyms whose negation is the other word: "doesn't like meetings before 10" restates
 # "prefers meetings after 10".
@@ -198,6 +220,9 @@ PARTICLES = _words("out up off down away around")
 OPTIONAL_PARTICLES = frozenset(tuple(p.split()) for p in knowledge.OPTIONAL_PARTICLES)
 
 HAS_DIGIT = re.compile(r"\d")
+# A date pattern spelled with its letters ("dd/mm/yyyy", "yyyy-mm-dd"; the stemmer may turn a
+# final y into i).
+DATE_FORMAT = re.compile(r"^(?:[dmy]{1,4}[-/. ]){2}[dmyi]{1,4}$")
 TOKEN = re.compile(r"[$€£]?[\w]+(?:[-+:./,][\w]+)*[+-]?\d*")
 
 
@@ -277,6 +302,26 @@ RIVAL_VERBS = frozenset(frozenset(canon(v) for v in pair.split())
                         for pair in entities.RIVAL_VERBS)
 
 
+def _hyponyms() -> dict[str, frozenset[str]]:
+    """Canonical category noun -> every canonical member, nested categories included."""
+    direct: dict[str, set[str]] = {}
+    for categories, spec in knowledge.HYPERNYMS.items():
+        classes, _, extra = spec.partition("+")
+        members = {canon(w) for c in classes.split() for w in VALUE_CLASSES[c].split()}
+        members |= {canon(w) for w in extra.split()}
+        for category in categories.split():
+            direct.setdefault(canon(category), set()).update(members)
+    closed = {k: set(v) for k, v in direct.items()}
+    for _ in range(3):  # nesting is shallow: pet > bird > conure
+        for members in closed.values():
+            members |= {m for k in list(members) if k in closed for m in closed[k]}
+    return {k: frozenset(v - {k}) for k, v in closed.items()}
+
+
+# Category noun -> members that imply it ("instrument" -> cello, piano, ...).
+HYPONYMS = _hyponyms()
+
+
 _CLASS_OF: dict[str, frozenset[str]] = {}
 for _name, _members in VALUE_CLASSES.items():
     for _member in _members.split():
@@ -290,4 +335,6 @@ def value_classes(token: str) -> frozenset[str]:
         return frozenset({"number"})
     if len(token) == 1 and token.isalpha():
         return frozenset({"letter"})  # "building A" -> "building C"
+    if DATE_FORMAT.match(token):
+        return frozenset({"date_format"})  # "DD/MM/YYYY" -> "YYYY-MM-DD"
     return _CLASS_OF.get(token, frozenset())

@@ -9,6 +9,8 @@ slot markers. Pure and cached.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
@@ -64,6 +66,12 @@ class Note:
     # object of a negated clause ("bars, not pies"; "no emoji in answers" is against emoji,
     # not answers). Another note saying "not Y" then agrees with it.
     against: frozenset[str]
+    # The user is the grammatical subject ("User is in the office", not "User's standup is"):
+    # the note states a habit of the user's own rather than a property of a scheduled thing.
+    own: bool = False
+    event: bool = False  # told in the past tense of a repeatable event ("visited", "ran")
+    acronyms: frozenset[str] = frozenset()  # written in capitals ("IBM"), lower-cased
+    names: frozenset[str] = frozenset()  # canonical words capitalized inside a sentence
 
     @property
     def content(self) -> frozenset[str]:
@@ -159,6 +167,39 @@ def _object(tokens: list[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+_SUBJECT = re.compile(r"\b(user|i|they|he|she|we|my|their|his|her|our)('s|s')?(?!\w)")
+_NOMINATIVE = frozenset({"user", "i", "they", "he", "she", "we"})
+_PAST_EVENT = re.compile(r"\b(?:" + "|".join(sorted(lx.PAST_EVENT_VERBS)) + r")\b")
+_ACRONYM = re.compile(r"\b[A-Z]{2,6}\b")
+_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][a-z]+\b")
+# Passive voice, one clause: "the rent was raised by user landlord" -> "user landlord raised
+# the rent", so both voices meet as one token order.
+_PASSIVE = re.compile(r"^\s*(?P<obj>(?:[\w'-]+\s+){0,4}?[\w'-]+)\s+(?:was|were|is|are|has been|"
+                      r"have been|had been|got|gets|get)\s+(?P<verb>[a-z]+)\s+by\s+"
+                      r"(?P<agent>(?:[\w'-]+\s*){1,4}?)\s*[.!]*\s*$")
+_DETERMINERS = frozenset({"the", "a", "an", "my", "their", "his", "her", "our", "user"})
+# Units and means that follow "by" without being an agent ("paid by the hour", "sent by mail").
+_MEANS = frozenset({"hour", "day", "week", "month", "year", "minute", "hand", "mail", "post",
+                    "card", "cheque", "check", "default", "far", "end", "name", "noon",
+                    "tomorrow", "tonight", "then", "now", "appointment", "piece", "weight"})
+
+
+def _active(clause: str) -> str:
+    """A passive clause with a named agent, said in the active voice. Means and times after
+    "by" ("paid by card", "done by Friday") are no agents and stay."""
+    match = _PASSIVE.match(clause)
+    if not match:
+        return clause
+    verb = match["verb"]
+    if not (verb.endswith(("ed", "en")) or verb in lx.IRREGULAR or verb in lx.PARTICIPLES):
+        return clause
+    agent = [w for w in match["agent"].split() if w not in _DETERMINERS]
+    if not agent or agent[0] in _MEANS or lx.HAS_DIGIT.search(agent[0]) or lx.value_classes(
+            lx.canon(agent[0])):
+        return clause
+    return f" {match['agent']} {verb} {match['obj']} "
+
+
 @lru_cache(maxsize=4096)
 def parse(text: str) -> Note:
     t, markers, rejected = pt.extract_cues(pt.normalize(text[:MAX_TEXT_CHARS]))
@@ -168,7 +209,7 @@ def parse(text: str) -> Note:
     subject, verbs, starts = 0, set(), set()
     negated_objects: list[frozenset[str]] = []
     for clause in pt.CLAUSE_SPLIT.split(t):
-        c_tokens, c_neg, c_subject, c_verbs = _tokenize(clause)
+        c_tokens, c_neg, c_subject, c_verbs = _tokenize(_active(clause))
         starts.add(len(tokens))
         tokens += c_tokens
         subject |= c_subject
@@ -187,10 +228,15 @@ def parse(text: str) -> Note:
         against |= _without(tokens)
         if comparison:
             against |= comparison[1] - comparison[0]
+    lower = unicodedata.normalize("NFKC", text[:MAX_TEXT_CHARS]).lower().replace("\u2019", "'")
+    first = _SUBJECT.search(lower)
+    own = bool(first) and first is not None and first[1] in _NOMINATIVE and not first[2]
     return Note(tuple(tokens), negated, tuple(clauses), markers,
                 frozenset(filter(is_content, rejected_tokens)), bool(subject),
                 bool(subject & 2), frozenset(verbs), frozenset(starts), comparison,
-                frozenset(against) - GENERIC)
+                frozenset(against) - GENERIC, own, bool(_PAST_EVENT.search(lower)),
+                frozenset(a.lower() for a in _ACRONYM.findall(text[:MAX_TEXT_CHARS])),
+                frozenset(lx.canon(n.lower()) for n in _NAME.findall(text[:MAX_TEXT_CHARS])))
 
 
 # --- Alignment -------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from worker import correction_numbers as numbers
 from worker.correction_entities import NAMES
 from worker.correction_knowledge import EARLY_EQUIVALENCES, EQUIVALENCES
 from worker.correction_synonyms import PHRASES as SYNONYM_PHRASES
@@ -37,10 +38,21 @@ PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bc\+\+", " cpp "),
         (r"\bc#", " csharp "),
         (r"\btwice\b", " 2 times "),
+        # An approximation leaves the amount as it was ("about 2 liters" = "roughly 2 litres").
+        (r"\b(?:about|around|roughly|approximately|approx|circa|nearly|almost|some) "
+         r"(?=\d|(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b)", " "),
+        # How a value is written is not part of it: "dates formatted as X" = "dates as X".
+        (r"\b(?:formatted|written|shown|displayed|presented|rendered|expressed) "
+         r"(?=as\b|in\b)", " "),
         (r"\bonce (?:a|per) week\b|\bevery week\b|\beach week\b", " weekly "),
         (r"\bonce (?:a|per) day\b|\bevery day\b|\beach day\b", " daily "),
         (r"\bonce (?:a|per) month\b|\bevery month\b|\beach month\b", " monthly "),
         (r"\bonce (?:a|per) year\b|\bevery year\b|\beach year\b", " yearly "),
+        # "$500 a month" = "monthly ... $500" (not a duration: "for a month").
+        (r"(?<!for )\b(?:a|per|each) day\b", " daily "),
+        (r"(?<!for )\b(?:a|per|each) week\b", " weekly "),
+        (r"(?<!for )\b(?:a|per|each) month\b", " monthly "),
+        (r"(?<!for )\b(?:a|per|each) year\b", " yearly "),
         (r"\b(first|1st) quarter\b", " q1 "),
         (r"\b(second|2nd) quarter\b", " q2 "),
         (r"\b(third|3rd) quarter\b", " q3 "),
@@ -82,6 +94,10 @@ REJECTIONS: tuple[re.Pattern[str], ...] = (
     re.compile(r",\s*not\s+" + _VALUE + r"\s*[.!]*\s*$"),
     re.compile(r"\b(?:switch(?:ed)?|chang(?:ed|e)|mov(?:ed|e)|went|go(?:es)?|gone)\s+from\s+"
                + _VALUE + r"\s+to\b"),
+    # The slot may stand between the verb and "from" ("changed majors from biology to
+    # chemistry", "moved all their accounts from Chase to ...").
+    re.compile(r"\b(?:switch(?:ed|es)?|chang(?:ed|es|e)|mov(?:ed|es|e))\s+(?:[\w'-]+\s+){1,4}?"
+               r"from\s+" + _VALUE + r"\s+to\b"),
     re.compile(r"\brather than\s+" + _VALUE + r"(?=[,.;!]|$)"),
     # "replaced Zoom with Teams", "traded the car for a bike", "swapped tea for coffee"
     re.compile(r"\b(?:replac(?:ed|es|e|ing))\s+" + _VALUE + r"\s+with\b"),
@@ -111,13 +127,13 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # The word between "switched" and "to" is the slot and stays ("switched mains to Ana");
         # so does the plural after a past "changed" ("changed lawyers": a new one).
         ("switched", r"\b(?:switch|upgrade|downgrade)(?:ed|d|es|s|ing)? "
-                     r"(?P<keep>(?:(?!(?:over|back|to|from)\b)\w+ ){0,2})(?:over |back )?"
+                     r"(?P<keep>(?:(?!(?:over|back|to|from)\b)\w+ ){0,3})(?:over |back )?"
                      r"(?:to|from)\b"
                      r"|\b(?:changed|switched|swapped) (?:(?:my|their|his|her|our) )?"
                      r"(?=\w+s\b(?! to\b| from\b| for\b| with\b))"
                      r"|\bswapped (?:to|for)\b|\bupgrade\s*:|\breplac(?:ed|es|e|ing)\b"
                      r"|\b(?:trad|swapp|exchang)(?:ed|es|e|ing)?\b(?= .*\bfor\b)"),
-        ("changed_to", r"\bchang(?:ed|es|e) (?=(?:\w+ ){0,2}to\b)|\b(?:went|gone|goes|go) "
+        ("changed_to", r"\bchang(?:ed|es|e) (?=(?:\w+ ){0,4}to\b)|\b(?:went|gone|goes|go) "
                        r"(?:up|down) to\b|\b(?:increased|decreased|raised|lowered|rose|fell|"
                        r"dropped|reduced|grew) to\b"),
         ("relocated", r"\b(?:relocated|relocating|moved|moving|moves) (?:\w+ ){0,2}?"
@@ -139,7 +155,9 @@ ADDITIVE_MARKERS = re.compile(
 # Reversal verbs negate what follows ("sold the Tesla", "gave up on learning piano").
 REVERSALS = re.compile(
     r"\b(?:no longer|no more|stopped|stops|stop|quit|quitting|gave up(?: on)?|give up(?: on)?|"
-    r"given up(?: on)?|sold|ditched|dropped(?! to\b)|cancel+ed|skip|skips|skipped|omit|omits|"
+    r"given up(?: on)?|sold|ditched|(?:gave|give|given|giving) away|(?:got|gets|get|getting) "
+    r"rid of|(?:threw|throws|thrown) (?:out|away)|dropped(?! to\b)|cancel+ed|skip|skips|"
+    r"skipped|omit|omits|"
     r"omitted|leave out|left(?= (?!side\b|hand\b|of\b|or\b|and\b|to\b|aligned\b)\w)|"
     r"turn(?:ed|s|ing)? off|switch(?:ed|es|ing)? off|"
     r"(?<!is )(?<!are )(?<!am )(?<!was )(?<!were )(?<!got )(?<!get )used to)\b"
@@ -161,7 +179,7 @@ def normalize(text: str) -> str:
     equivalences that must be seen before correction markers are read."""
     t = unicodedata.normalize("NFKC", text).lower()
     t = t.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
-    t = _DASHES.sub(" - ", t)
+    t = numbers.normalize(_DASHES.sub(" - ", t))
     for pattern, replacement in (*CONTRACTIONS, *_EARLY):
         t = pattern.sub(replacement, t)
     return t

@@ -8,6 +8,7 @@ and answers one structural question; `corrections._decide` weighs the answers.
 
 from __future__ import annotations
 
+from difflib import SequenceMatcher
 from itertools import takewhile
 
 from worker import correction_lexicon as lx
@@ -24,6 +25,12 @@ _EXCLUSIVE, _MULTI, _EXCLUSIVE_PREF = EXCLUSIVE, MULTI, cp.EXCLUSIVE_PREF
 _PERSON, _GENERIC, _LIGHT = PERSON, GENERIC, LIGHT
 _ATTRIBUTES = frozenset(lx.ATTRIBUTE_CLASSES)
 _RIVALS = lx.RIVAL_VERBS
+# Titles between a slot's copula and a name: "advisor is Professor Kim" -> "Professor Alvarez".
+_TITLES = lx.keys(lx.TITLES)
+# Relations a person has many of: "User's friend is Sofia" / "User's friend is Daniel" names two
+# friends; an advisor, landlord or spouse is one at a time ("best friend" is one too).
+_MANY = lx.keys(lx.MULTI_RELATIONS)
+_ONE = lx.keys(frozenset({"best", "closest", "oldest", "eldest", "youngest", "only", "main"}))
 _DIRECTIONAL = frozenset({"@from", "@to", "@over", lx.canon("before"), lx.canon("after")})
 _content, _class_match, _class_union = cp.content, cp.class_match, cp.class_union
 _structural, _is_content = cp.structural, cp.is_content
@@ -34,7 +41,14 @@ def verb_before(head: tuple[str, ...]) -> str | None:
     return next((t for t in reversed(head) if not t.startswith("@")), None)
 
 
-def value_change(e: _Note, block: _Block, markers: bool) -> str | None:
+def respelled(es: tuple[str, ...], ls: tuple[str, ...]) -> bool:
+    """One word for another that differs in a letter or two: a fixed spelling ("Mia" / "Mila",
+    "Katherine" / "Catherine"), not another value."""
+    return len(es) == len(ls) == 1 and SequenceMatcher(None, es[0], ls[0]).ratio() >= 0.75
+
+
+def value_change(e: _Note, block: _Block, markers: bool,
+                 names: frozenset[str] = frozenset()) -> str | None:
     """Name of the rule by which one replaced span is a new value for the same slot."""
     es, ls = _content(block.earlier), _content(block.later)
     if len(es) > 3 or len(ls) > 3:
@@ -54,7 +68,9 @@ def value_change(e: _Note, block: _Block, markers: bool) -> str | None:
         # The subject or the verb changed ("car is red" / "bike is red"), or both notes rule
         # things out ("never works weekends" / "never works late"): both can hold.
         return None
-    head_slot = before == _BE and any(not _structural(t) and t not in _GENERIC for t in head)
+    titled = before in _TITLES and block.start > 1 and e.tokens[block.start - 2] == _BE
+    head_slot = (before == _BE or titled) and any(
+        not _structural(t) and t not in _GENERIC for t in head)
     slot = head_slot or before == _RELOCATE or (
         before is not None and before.startswith("@") and verb_before(head) in _EXCLUSIVE)
     if not (markers or slot) and all(lx.value_classes(t) <= lx.OPEN_CLASSES for t in (*es, *ls)):
@@ -83,7 +99,13 @@ def value_change(e: _Note, block: _Block, markers: bool) -> str | None:
     person = {t for t in head if _is_content(t)} <= _PERSON
     if person and bool(_class_union(frozenset(es))) != bool(_class_union(frozenset(ls))):
         return None  # a person's other attribute: "partner is vegan" / "partner is a vet"
-    if head_slot and not any(t in _MULTI for t in head):
+    subject = [t for t in head[:head.index(_BE)] if _is_content(t)] if _BE in head else []
+    # Another name for one of many ("friend is Sofia" / "Daniel") is another person, unless it
+    # only respells the name ("daughter is called Mia" / "Mila"); another attribute ("sister
+    # is a doctor" / "a lawyer") is still about the same one.
+    many = bool(subject) and subject[-1] in _MANY and not set(subject) & _ONE and all(
+        t in e.names or t in names for t in (*es, *ls)) and not respelled(es, ls)
+    if head_slot and not any(t in _MULTI for t in head) and not many:
         return "slot_value_change"  # "<slot> is X" -> "<slot> is Y" (not "has a dog named X")
     if before is not None and before.startswith("@") and verb_before(head) in _EXCLUSIVE and (
             block.tail):

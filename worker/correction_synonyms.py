@@ -37,7 +37,8 @@ SYNONYMS = {
     "lorry": "truck", "holidays": "holiday", "e-book": "ebook", "e-books": "ebook",
     "preschool": "kindergarten", "fave": "favorite",
     "tshirt": "t-shirt", "tee": "t-shirt", "specs": "glasses", "eyeglasses": "glasses",
-    "spectacles": "glasses", "doggo": "dog", "kitty": "cat",
+    "spectacles": "glasses", "doggo": "dog", "kitty": "cat", "clothing": "clothes",
+    "second-hand": "secondhand", "pre-owned": "secondhand",
     # Numbers past twelve (the lexicon has zero to twelve).
     "thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
     "eighteen": "18", "nineteen": "19", "twenty": "20", "thirty": "30", "forty": "40",
@@ -48,6 +49,16 @@ SYNONYMS = {
     "mm": "millimeter", "millimetre": "millimeter", "mi": "mile", "g": "gram", "grams": "gram",
     "ml": "milliliter", "millilitre": "milliliter", "litre": "liter", "litres": "liter",
     "oz": "ounce",
+}
+
+# Players named by their instrument: "is a guitarist" = "plays guitar".
+AGENT_NOUNS = {
+    "guitarist": "guitar", "pianist": "piano", "violinist": "violin", "cellist": "cello",
+    "harpist": "harp", "bassist": "bass", "flautist": "flute", "flutist": "flute",
+    "saxophonist": "saxophone", "clarinetist": "clarinet", "clarinettist": "clarinet",
+    "drummer": "drums", "trumpeter": "trumpet", "organist": "organ", "violist": "viola",
+    "trombonist": "trombone", "percussionist": "percussion", "banjoist": "banjo",
+    "accordionist": "accordion", "harmonicist": "harmonica", "ukulelist": "ukulele",
 }
 
 # Multi-word names and idioms -> one form. Applied in order to the lower-cased note after the
@@ -70,6 +81,22 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\b(?:follows?|is on|eats?) an? (\w+(?:-\w+)?) diet\b", r" is \1 "),
     (r"\bspeaks? (\w+) natively\b|\bis an? native (\w+) speaker\b|\bnative speaker of "
      r"(\w+)\b|\bmain language is\b", r" native language is \1\2\3 "),
+    # Agent nouns: "is a keen guitarist" = "plays guitar", "is a tennis player" = "plays
+    # tennis", "is an Arsenal fan" = "supports Arsenal" (not "a fan of": see the patterns).
+    # (the agent noun stays and is folded to its instrument by SYNONYMS below)
+    (rf"\b(?:is|are|am|was|were) an? ((?:\w+ )?(?:{'|'.join(AGENT_NOUNS)}))\b", r" plays \1 "),
+    (r"\b(?:is|are|am|was|were) an? ((?:\w+ )?\w+) player\b(?! of)", r" plays \1 "),
+    (r"\b(?:is|are|am|was|were) an? (?:big |huge |massive |die-hard |diehard |lifelong |"
+     r"loyal )?(\w+(?:[ -]\w+)?) (?:fan|supporter)\b(?! of)", r" support \1 "),
+    # Degrees: "has a PhD" = "holds a doctorate", "MSc" = "master's degree".
+    (r"\bph\.? ?d\b\.?|\bdoctoral degree\b|\bdoctorate\b", " doctorate "),
+    (r"\bmasters? degree\b|\bmasters\b|\bm\.?sc\b|\bmeng\b|\bmphil\b"
+     r"|\bmaster of (?:science|arts|engineering)\b", " mastersdegree "),
+    (r"\bbachelors? degree\b|\bbachelors\b|\bb\.?sc\b|\bbachelor of (?:science|arts|"
+     r"engineering)\b", " bachelorsdegree "),
+    # Practising a discipline is doing it: "practices yoga" = "does yoga".
+    (r"\bpracti[cs](?:es|e|ed|ing) (?=(?:yoga|pilates|meditation|tai chi|karate|judo|aikido|"
+     r"taekwondo|kung fu|martial arts|mindfulness)\b)", " "),
     # A job is what one is: "works as a nurse" = "is a nurse".
     (r"\bworks? as (?:an? )?", " is a "),
     # Ownership nouns: "is a homeowner" = "owns a home", "is a dog owner" = "owns a dog".
@@ -125,3 +152,5 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\baudio ?books?\b", " audiobook "),
     (r"\btext messages?\b|\btexting\b", " sms "),
 )
+
+SYNONYMS |= AGENT_NOUNS  # "plays guitarist" (rewritten "is a guitarist") = "plays guitar"

@@ -18,7 +18,12 @@ words that only moved ("car service is due") change nothing. Other verbs ("works
 out"), other heads ("a window" / "a window seat"), other holders ("the dog's vet", "their
 parents visit them"), swapped roles ("from London to Paris") and other objects of one habit
 ("checks email at 9" / "checks Slack at 9") are distinct. Similarity, when given, only breaks
-ties, and never between two content verbs ("learns" / "teaches Spanish"). The default is
+ties, and never between two content verbs ("learns" / "teaches Spanish"). `correction_meaning`
+adds what word overlap misses: a member that implies its category ("plays the cello" refines
+"plays an instrument"), an acronym beside its expansion, and a changed date of a repeatable
+past event or a changed day of the user's own habit, which is another occasion, not a
+correction ("visited Japan in 2019" / "in 2023"); `correction_numbers` writes amounts and clock
+times one way ("$500" = "five hundred dollars", "18:00" = "6 pm"). The default is
 DISTINCT: merging two facts loses a memory, keeping a duplicate costs little. Pure and fast:
 regexes and a difflib alignment.
 """
@@ -29,6 +34,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from worker import correction_lexicon as lx
+from worker import correction_meaning as mn
 from worker import correction_parse as cp
 from worker import correction_patterns as pt
 from worker import correction_rules as rl
@@ -87,6 +93,7 @@ def _verdict(relation: Relation, confidence: float, signals: list[str]) -> Verdi
 
 
 def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
+    old, new = mn.fold_acronyms(old, new)  # "NDA" / "non-disclosure agreement"
     fresh = new.markers - old.markers  # a marker counts only if the later note brings it
     strong, weak = bool(fresh & _STRONG_NAMES), "now" in fresh
     additive = "additive" in new.markers
@@ -148,6 +155,15 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
         return _verdict(Relation.CORRECTION, 0.75, [*signals, "polarity_reversal"])
 
     e_only, l_only = e_content - l_content, l_content - e_content
+    if not strong and not additive and mn.implies(old, new):
+        # A member where the earlier note named the category ("plays the cello" for "plays an
+        # instrument"): the later note implies the earlier, so replacing it loses nothing.
+        return _verdict(Relation.REFINEMENT, 0.75, [*signals, "entailment"])
+    if not strong and not (old.negated or new.negated) and (
+            mn.another_occasion(old, new, e_only, l_only)
+            or (not weak and mn.another_day(old, new, e_only, l_only))):
+        # Another trip on another date, the user's habit on another day: both hold.
+        return _verdict(Relation.DISTINCT, 0.8, [*signals, "another_occasion"])
     holders = {n.tokens[0] for n in (old, new) if n.tokens and n.tokens[0] in _PERSON}
     if (holders & (e_only | l_only) or rl.holder_chain(old, new) or rl.holder_moved(old, new)) and (
             new.has_subject and not new.pronoun):
@@ -165,8 +181,9 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     # A short later note that only names the new value ("no, Teams.", "Switched to Firefox")
     # needs no shared word; one with a verb of its own ("now works in Munich") does.
     bare = not {t for t in l_only if not lx.value_classes(t)} & (_EXCLUSIVE | _MULTI | _LIGHT)
-    if conflict and marked and (anchors or fragment or (
-            bare and len(l_content - {_RELOCATE}) <= 2)):
+    # (a date that comes with the new value is no verb of its own: "got married last spring")
+    undated = {t for t in l_content - {_RELOCATE} if not mn.dated(t)}
+    if conflict and marked and (anchors or fragment or (bare and len(undated) <= 2)):
         return _verdict(Relation.CORRECTION, 0.8, [*signals, "class_value_change"])
     if flip and agrees and not strong:
         if e_content == l_content:
@@ -211,7 +228,8 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
             return _verdict(Relation.DISTINCT, 0.8, [*signals, "phrasal_verb"])
         if rl.subject_change(old, blocks[0]):
             return _verdict(Relation.DISTINCT, 0.7, [*signals, "subject_change"])
-        if predicate_only and rl.same_verb(blocks[0]):
+        if rl.same_verb(blocks[0]) and (predicate_only or blocks[0].start > 0):
+            # "drives" / "owns a Tesla"; after a subject, "flight lands" / "arrives at 6pm"
             return _verdict(Relation.PARAPHRASE, 0.7, [*signals, "equivalent_verb"])
     if not e_only or not l_only:
         # ("likes dogs" / "has dogs" is not one fact: a liking is not a possession)
@@ -233,7 +251,7 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     shared = e_content & l_content
     changes = [b for b in blocks if not set(_content((*b.earlier, *b.later))) <= shared]
     if len(changes) == 1:
-        rule = rl.value_change(old, changes[0], marked)
+        rule = rl.value_change(old, changes[0], marked, new.names)
         if rule and (related or rule == "class_value_change") and not additive:
             confidence = 0.85 if rule == "class_value_change" else 0.7
             return _verdict(Relation.CORRECTION, confidence + 0.05 * marked, [*signals, rule])

@@ -1,0 +1,131 @@
+"""Meaning relations between two parsed notes that word overlap misses, for the correction
+detector (`worker.corrections`): a member that implies its category ("plays the cello" implies
+"plays an instrument"), an acronym beside its expansion ("IBM" / "International Business
+Machines"), and a changed date or weekday that names another occasion rather than a corrected
+one ("visited Japan in 2019" / "in 2023", "is in the office on Wednesdays" / "on Thursdays").
+
+Each function takes parsed notes (`correction_parse.Note`) or the words only one of them has,
+and answers one question; `corrections._decide` weighs the answers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from worker import correction_lexicon as lx
+from worker import correction_parse as cp
+from worker.correction_parse import Note as _Note
+
+_YEAR = re.compile(r"^(?:1[89]|20)\d\ds?$")
+_DATE_CLASSES = frozenset({"month", "season", "weekday"})
+# Words that only place a date ("last summer", "two years ago"); they come and go with it.
+_DATE_WORDS = lx.keys(frozenset({"last", "next", "ago", "year", "month", "week", "early",
+                                 "late", "mid", "end", "start"}))
+_DAY_CLASSES = frozenset({"weekday", "daypart"})
+_HAVE = lx.canon("have")
+_INNER = frozenset({"@of", "@for", "@and"})  # "Bank of America" = BoA
+
+
+def dated(token: str) -> bool:
+    """A year, month, season or weekday: the date of something."""
+    return bool(_YEAR.match(token) or lx.value_classes(token) & _DATE_CLASSES)
+
+
+def another_occasion(old: _Note, new: _Note, e_only: frozenset[str],
+                     l_only: frozenset[str]) -> bool:
+    """Both notes tell a repeatable past event ("went to Lisbon", "ran the marathon") and only
+    its date differs: two trips, not a corrected one. Both can hold."""
+    changed = (e_only | l_only) - cp.GENERIC
+    return old.event and new.event and any(map(dated, e_only)) and any(
+        map(dated, l_only)) and all(dated(t) or t in _DATE_WORDS for t in changed)
+
+
+def another_day(old: _Note, new: _Note, e_only: frozenset[str], l_only: frozenset[str]) -> bool:
+    """The user's own habit on another day ("works from home on Tuesdays" / "on Thursdays"):
+    people do one thing on several days, so both can hold. A scheduled thing that is the
+    subject ("the standup is on Mondays") has one day, and so has an appointment the user has
+    ("has piano lessons on Tuesdays"): those days compete."""
+    changed = (e_only | l_only) - cp.GENERIC
+    days = [bool(lx.value_classes(t) & _DAY_CLASSES) for t in changed]
+    weekday = any(lx.value_classes(t) & {"weekday"} for t in changed)
+    first = [next((t for t in n.tokens if cp.is_content(t)), "") for n in (old, new)]
+    chosen = (old.verbs | new.verbs) & cp.EXCLUSIVE_PREF  # "prefers Monday deadlines": one
+    return bool(days) and all(days) and weekday and bool(e_only) and bool(l_only) and (
+        old.own and new.own) and _HAVE not in first and not chosen
+
+
+def _covers(general: str, specific: str) -> bool:
+    return general == specific or specific in lx.HYPONYMS.get(general, frozenset())
+
+
+def implies(old: _Note, new: _Note) -> bool:
+    """The later note says everything the earlier one does, naming a member where the earlier
+    named its category: "child plays an instrument" <- "son plays the cello in an orchestra",
+    "has a pet bird" <- "has a conure named Kiwi". Every earlier token, in order, is met by the
+    same token or a member of it (one member may stand for a compound category, "pet bird"),
+    at least one by a member; the verbs are of one family. Negated notes entail the other way
+    round and are left out."""
+    if old.negated or new.negated or bool(old.verbs & cp.PREF) != bool(new.verbs & cp.PREF):
+        return False
+    later, at, by_member = new.tokens, -1, False
+    for token in old.tokens:
+        if at >= 0 and later[at] != token and _covers(token, later[at]):
+            continue  # "pet bird" <- "conure": one member covers both categories
+        at = next((j for j in range(at + 1, len(later)) if _covers(token, later[j])), -1)
+        if at < 0:
+            return False
+        by_member |= later[at] != token or (  # "a pet" <- "a pet rabbit"
+            at + 1 < len(later) and later[at + 1] in lx.HYPONYMS.get(token, frozenset()))
+    return by_member
+
+
+def _expansion(tokens: tuple[str, ...], letters: str) -> tuple[int, int] | None:
+    """Where a run of content words spells `letters` by their initials."""
+    for start, first in enumerate(tokens):
+        if not cp.is_content(first) or first[0] != letters[0]:
+            continue
+        spelled, end = "", start
+        while end < len(tokens) and len(spelled) < len(letters):
+            token = tokens[end]
+            if token in _INNER and spelled and end + 1 < len(tokens):
+                end += 1
+                continue
+            if not cp.is_content(token):
+                break
+            spelled, end = spelled + token[0], end + 1
+        if spelled == letters and end - start >= 2:
+            return start, end
+    return None
+
+
+def _same_context(a: tuple[str, ...], a_start: int, a_end: int, b: tuple[str, ...],
+                  b_start: int, b_end: int) -> bool:
+    """The acronym and its expansion stand in the same place: the same word before or after
+    ("works at IBM" / "works at International Business Machines"), not a coincidence of
+    initials elsewhere ("go-to cloud provider" is no GCP)."""
+    before = a_start > 0 and b_start > 0 and a[a_start - 1] == b[b_start - 1]
+    after = a_end < len(a) and b_end < len(b) and a[a_end] == b[b_end]
+    return before or after
+
+
+def _fold(target: _Note, source: _Note) -> _Note:
+    for acronym in source.acronyms:
+        token = lx.canon(acronym)
+        if token not in source.tokens or token in target.tokens:
+            continue
+        span = _expansion(target.tokens, acronym)
+        at = source.tokens.index(token)
+        if span is not None and _same_context(source.tokens, at, at + 1, target.tokens, *span):
+            start, end = span
+            target = replace(target, tokens=(*target.tokens[:start], token,
+                                             *target.tokens[end:]))
+    return target
+
+
+def fold_acronyms(a: _Note, b: _Note) -> tuple[_Note, _Note]:
+    """An acronym one note writes in capitals ("NDA") replaces the words the other note spells
+    it out with ("non disclosure agreement"), so the two meet as one token."""
+    if not (a.acronyms or b.acronyms):
+        return a, b
+    return _fold(a, b), _fold(b, a)
