@@ -12,7 +12,8 @@ request may see — ~1,300 with shared notes — to keep five:
 
 1. rank: every visible-level row's similarity, computed from `notes_vector_idx`, a btree on
    the lattice columns and the embedding model that also carries status, expiry, id and the
-   vector, read by index-only scans (no heap access, no text decoded);
+   vector, read by index-only scans (no heap access, no text decoded); rows below the
+   similarity floor are dropped here;
 2. fetch: per status, walk that ranking best first and read the heap row only to apply the
    full scope predicate (tenant record, secondary dimensions) and return it, until
    `per_status` rows qualified. Typically that is exactly `per_status` heap reads.
@@ -177,19 +178,23 @@ def _relevant_sql(levels: tuple[tuple[bool, bool, bool], ...], predicate: str) -
         "AND (n.expires_at IS NULL OR n.expires_at > :now)"
         for level in levels for part in NOTE_LATTICE_PARTS
     )
+    # Only rows at or above the similarity floor are kept (typically a handful of ~1,300).
+    # OFFSET 0 keeps the filter above the union: pushed into each branch, Postgres would
+    # compute every distance twice (filter and output).
+    ranked = (f"SELECT * FROM ({rank}\nOFFSET 0) AS r "
+              "WHERE r.similarity >= :min_similarity")
     # Step 2, per status: best first, read the row and apply the scope predicate until
     # :per_status qualified. LATERAL makes it a nested loop over the sorted ranking, so the
     # heap is read only for the rows walked; the ORDER BY makes the limit exact whatever plan.
     columns = ", ".join(f"n.{c.strip()}" for c in NOTE_COLUMNS.split(","))
     fetch = "\nUNION ALL\n".join(f"""(
     SELECT {columns}, c.similarity, {CORRECTED_SQL} AS corrected
-    FROM (SELECT c.id, c.similarity FROM ranked c
-          WHERE c.status = '{status.value}' AND c.similarity >= :min_similarity
+    FROM (SELECT c.id, c.similarity FROM ranked c WHERE c.status = '{status.value}'
           ORDER BY c.similarity DESC, c.id) AS c
     CROSS JOIN LATERAL (SELECT n.* FROM notes n WHERE n.id = c.id AND {predicate}) AS n
     ORDER BY c.similarity DESC, c.id
     LIMIT :per_status)""" for status in INJECTABLE_STATUSES)
-    return f"WITH ranked AS MATERIALIZED (\n{rank}\n)\n{fetch}\nORDER BY similarity DESC, id"
+    return f"WITH ranked AS MATERIALIZED (\n{ranked}\n)\n{fetch}\nORDER BY similarity DESC, id"
 
 
 def relevant_notes(conn: Connection, request: RequestScope, config: ScopeConfig, *,
