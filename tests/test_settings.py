@@ -12,7 +12,7 @@ def test_defaults_are_the_thresholds_the_spec_names(monkeypatch):
     for name in ("DATABASE_URL", "REDIS_URL"):
         monkeypatch.delenv(name, raising=False)
     s = Settings(_env_file=None)
-    assert (s.per_run_cap, s.near_dup_shortlist, s.correction_related_similarity) == (5, 3, 0.5)
+    assert (s.per_run_cap, s.near_dup_shortlist, s.correction_related_similarity) == (5, 3, 0.3)
     assert (s.provisional_ttl_days, s.max_note_length) == (7, 2000)
     assert (s.relevant_min_similarity, s.max_notes_to_inject, s.max_examples_to_inject) == (
         0.5, 5, 3)
