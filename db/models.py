@@ -46,7 +46,7 @@ from db.enums import (
     ProtectionTier,
     sql_in,
 )
-from db.queries.retrieval import LATTICE_REST_SQL, VECTOR_INDEXED_SQL
+from db.queries.lattice import LATTICE_REST_SQL, VECTOR_INDEXED_SQL
 
 metadata = MetaData()
 

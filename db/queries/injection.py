@@ -12,7 +12,8 @@ from datetime import datetime
 from sqlalchemy import Connection, text
 
 from db.enums import INJECTABLE_SQL, AuthorType
-from db.scope import RequestScope, ScopeConfig, level_condition, visibility_sql, visible_levels
+from db.queries.lattice import SCOPE_COLUMNS, qualified, scoped_rows
+from db.scope import RequestScope, ScopeConfig
 
 # Provenance: a source run or conversation, other notes it derives from, or the user.
 ATTRIBUTED_SQL = (
@@ -54,19 +55,22 @@ def filtered_counts(conn: Connection, request: RequestScope, config: ScopeConfig
                     now: datetime, enforce_expires_at: bool,
                     require_attribution: bool) -> dict[str, int]:
     """Per reason, how many notes of the request's scoped set the policy keeps out."""
-    predicate, params = visibility_sql(request, config)
-    levels = " OR ".join(level_condition(level) for level in visible_levels(request))
+    # The request's lattice ranges, never the table (a seq scan at 1M notes took ~0.6 s).
+    scoped, params = scoped_rows(
+        "notes", request, config,
+        qualified(f"id, expires_at, author_type, source_agent_run_id, source_conversation_id, "
+                  f"derived_from_note_ids, {SCOPE_COLUMNS}"), expiring=False)
     live = "(n.expires_at IS NULL OR n.expires_at > :now)"
     enforced = "(n.expires_at IS NOT NULL AND isfinite(n.expires_at) AND n.expires_at > :now)"
     sql = text(f"""
+WITH {scoped}
 SELECT count(*) FILTER (WHERE NOT {live}) AS expired,
        count(*) FILTER (WHERE :enforce AND n.expires_at IS NULL) AS expiry_missing,
        count(*) FILTER (WHERE :enforce AND n.expires_at IS NOT NULL
                         AND NOT isfinite(n.expires_at)) AS expiry_malformed,
        count(*) FILTER (WHERE :attribution AND NOT {ATTRIBUTED_SQL} AND {live}
                         AND (NOT :enforce OR {enforced})) AS unattributed
-FROM notes n
-WHERE ({levels}) AND {predicate} AND n.{INJECTABLE_SQL}
+FROM scoped n
 """)  # noqa: S608 - the scope predicate's own fragments, values bound
     row = conn.execute(sql, {**params, "now": now, "enforce": enforce_expires_at,
                              "attribution": require_attribution}).one()

@@ -44,6 +44,7 @@ from sqlalchemy import Connection, TextClause, text
 
 from db.enums import INJECTABLE_SQL, INJECTABLE_STATUSES
 from db.queries.injection import CORRECTED_SQL
+from db.queries.lattice import NOTE_LATTICE_PARTS, SCOPE_COLUMNS, qualified, scoped_rows
 from db.scope import (
     RequestScope,
     ScopeConfig,
@@ -57,24 +58,6 @@ NOTE_COLUMNS = (
     "id, type, note, status, author_type, protection_tier, agent_id, user_id, company_id, "
     "primary_scope_entity, primary_scope_record_id, secondary_scopes, created_at, expires_at"
 )
-# Bytes a note's row takes in `notes_vector_idx`, less fixed overhead: its key texts and its
-# vector (4 bytes a dimension). Rows up to VECTOR_INDEX_MAX_BYTES (384-dim MiniLM vectors
-# with ids of up to ~850 bytes) are in that index: btree rows are capped at 2,704 bytes and
-# the fixed part (tuple header, null bitmap, varlena headers, status, expiry, id, alignment)
-# is under 120. NULL without an embedding (embedding_model is NULL exactly then). The index
-# predicates (db/migrations/0004, db/models.py) and the queries use these exact texts, so the
-# planner can prove which index a branch may use, under custom and generic plans.
-VECTOR_ROW_BYTES_SQL = (
-    "(octet_length(coalesce(agent_id, '')) + octet_length(coalesce(user_id, '')) + "
-    "octet_length(coalesce(company_id, '')) + octet_length(embedding_model) + "
-    "4 * vector_dims(embedding))"
-)
-VECTOR_INDEX_MAX_BYTES = 2400
-VECTOR_INDEXED_SQL = f"{VECTOR_ROW_BYTES_SQL} <= {VECTOR_INDEX_MAX_BYTES}"
-LATTICE_REST_SQL = f"(embedding IS NULL OR {VECTOR_ROW_BYTES_SQL} > {VECTOR_INDEX_MAX_BYTES})"
-# Together exactly the injectable rows, each once: one index range per part and lattice level.
-NOTE_LATTICE_PARTS = (VECTOR_INDEXED_SQL, LATTICE_REST_SQL)
-
 EXAMPLE_COLUMNS = (
     "id, input_text, output_text, success_score, agent_id, user_id, company_id, "
     "primary_scope_entity, primary_scope_record_id, secondary_scopes, created_at"
@@ -117,32 +100,11 @@ class ExampleCandidate:
     similarity: float | None = None
 
 
-def _visible_rows(table: str, levels: list[tuple[bool, bool, bool]], *, expiring: bool) -> str:
-    """UNION ALL of one index range per lattice level (two for notes, one per lattice index):
-    unexpired injectable rows."""
-    alive = " AND (n.expires_at IS NULL OR n.expires_at > :now)" if expiring else ""
-    parts = [f" AND {part}" for part in NOTE_LATTICE_PARTS] if table == "notes" else [""]
-    return "\nUNION ALL\n".join(
-        f"SELECT n.* FROM {table} n WHERE {level_condition(level)} AND n.{INJECTABLE_SQL}"
-        f"{part}{alive}"
-        for level in levels for part in parts
-    )
-
-
-def _scoped(table: str, request: RequestScope, config: ScopeConfig, *,
-            expiring: bool) -> tuple[str, dict[str, Any]]:
-    levels = visible_levels(request)
-    if table == "examples":  # examples are always agent-scoped: 4 levels, agent required
-        levels = [level for level in levels if level[0]]
-    predicate, params = visibility_sql(request, config)
-    rows = _visible_rows(table, levels, expiring=expiring)
-    return (f"visible AS MATERIALIZED ({rows}),\n"
-            f"scoped AS (SELECT n.* FROM visible n WHERE {predicate})"), params
-
-
 def _ranked_notes(request: RequestScope, config: ScopeConfig, *, order: str, per_status: int,
                   now: datetime, conn: Connection) -> list[NoteCandidate]:
-    scoped, scope_params = _scoped("notes", request, config, expiring=True)
+    # Not n.*: the vector and the rest of the row stay out of the materialized set.
+    scoped, scope_params = scoped_rows("notes", request, config,
+                                       qualified(f"{NOTE_COLUMNS}, scope_key"), expiring=True)
     sql = f"""
 WITH {scoped},
 ranked AS (
@@ -186,7 +148,7 @@ def _relevant_sql(levels: tuple[tuple[bool, bool, bool], ...], predicate: str) -
     # Step 2, per status: best first, read the row and apply the scope predicate until
     # :per_status qualified. LATERAL makes it a nested loop over the sorted ranking, so the
     # heap is read only for the rows walked; the ORDER BY makes the limit exact whatever plan.
-    columns = ", ".join(f"n.{c.strip()}" for c in NOTE_COLUMNS.split(","))
+    columns = qualified(NOTE_COLUMNS)
     fetch = "\nUNION ALL\n".join(f"""(
     SELECT {columns}, c.similarity, {CORRECTED_SQL} AS corrected
     FROM (SELECT c.id, c.similarity FROM ranked c WHERE c.status = '{status.value}'
@@ -227,7 +189,8 @@ def all_notes(conn: Connection, request: RequestScope, config: ScopeConfig, *,
 def visible_note_ids(conn: Connection, request: RequestScope, config: ScopeConfig,
                      now: datetime) -> set[uuid.UUID]:
     """Every note the request may see (the SQL form of the predicate, for checks)."""
-    scoped, params = _scoped("notes", request, config, expiring=True)
+    scoped, params = scoped_rows("notes", request, config, qualified(f"id, {SCOPE_COLUMNS}"),
+                                 expiring=True)
     rows = conn.execute(text(f"WITH {scoped} SELECT id FROM scoped"), {**params, "now": now})
     return {row.id for row in rows}
 
@@ -242,7 +205,9 @@ _EXAMPLE_ORDER = {
 def examples(conn: Connection, request: RequestScope, config: ScopeConfig, *, strategy: str,
              limit: int, query: np.ndarray | None, embedding_model: str | None
              ) -> list[ExampleCandidate]:
-    scoped, params = _scoped("examples", request, config, expiring=False)
+    scoped, params = scoped_rows(
+        "examples", request, config,
+        qualified(f"{EXAMPLE_COLUMNS}, embedding, embedding_model"), expiring=False)
     if strategy == "Semantic":
         if query is None:
             return []
