@@ -96,6 +96,26 @@ def test_metrics_endpoint_and_json_logs_of_a_prefork_worker(services, tmp_path: 
     assert "flowerpot" not in worker.log_path.read_text()
 
 
+def test_note_gauges_switch_to_planner_statistics_on_a_large_table(services, db, monkeypatch):
+    from db.queries import stats
+
+    with db.transaction() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO notes (id, agent_id, type, note, content_hash, status) "
+            "SELECT gen_random_uuid(), 'A', 'Context', 'n' || g, md5(g::text), "
+            "CASE WHEN g % 4 = 0 THEN 'Archived' ELSE 'Active' END "
+            "FROM generate_series(1, 400) AS g")
+    with db.connect() as conn:
+        conn.exec_driver_sql("ANALYZE notes")  # a small table is sampled whole: exact stats
+        _, exact = stats.note_gauges(conn)
+        monkeypatch.setattr(stats, "EXACT_COUNT_MAX_ROWS", 100)
+        conn.exec_driver_sql("DELETE FROM notes WHERE status = 'Archived'")  # not analyzed
+        _, estimated = stats.note_gauges(conn)
+        conn.rollback()
+    assert exact["Active"] == 300 and exact["Archived"] == 100
+    assert estimated == exact, "above the threshold the counts come from the statistics"
+
+
 def test_text_log_format_is_readable_and_carries_the_fields():
     from worker.logs import TextFormatter
 

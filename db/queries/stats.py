@@ -16,6 +16,22 @@ WHERE status = '{NoteStatus.PROVISIONAL.value}' AND author_type = '{AuthorType.A
 
 _BY_STATUS = text("SELECT status, count(*) AS n FROM notes GROUP BY status")
 
+# Metrics are scraped every few seconds from every worker: above this many rows, counting by
+# status (a scan of the whole table: ~0.65 s at 1M notes) gives way to the planner's
+# statistics (autovacuum's ANALYZE keeps them within a few percent).
+EXACT_COUNT_MAX_ROWS = 100_000
+
+_ESTIMATED_ROWS = text("SELECT reltuples::bigint FROM pg_class WHERE oid = 'notes'::regclass")
+
+_ESTIMATED_BY_STATUS = text("""
+SELECT v.status, round(v.freq * c.reltuples)::bigint AS n
+FROM pg_stats s
+CROSS JOIN LATERAL unnest(s.most_common_vals::text::text[], s.most_common_freqs)
+    AS v(status, freq)
+CROSS JOIN (SELECT reltuples FROM pg_class WHERE oid = 'notes'::regclass) AS c
+WHERE s.schemaname = current_schema() AND s.tablename = 'notes' AND s.attname = 'status'
+""")
+
 _BREAKDOWN = text("""
 SELECT status, author_type, type, count(*) AS n
 FROM notes GROUP BY status, author_type, type
@@ -32,8 +48,15 @@ _SKIPPED_CYCLES = text("SELECT count(*) FROM manager_cycles WHERE status = 'skip
 
 
 def note_gauges(conn: Connection) -> tuple[float, dict[str, int]]:
+    """The oldest provisional note's age, and notes by status: exact up to
+    EXACT_COUNT_MAX_ROWS notes, estimated from the planner's statistics above."""
     age = float(conn.execute(_OLDEST_PROVISIONAL).scalar_one())
-    by_status = {row.status: int(row.n) for row in conn.execute(_BY_STATUS)}
+    estimated = int(conn.execute(_ESTIMATED_ROWS).scalar_one())  # -1: never analyzed
+    by_status: dict[str, int] = {}
+    if estimated > EXACT_COUNT_MAX_ROWS:
+        by_status = {row.status: int(row.n) for row in conn.execute(_ESTIMATED_BY_STATUS)}
+    if not by_status:
+        by_status = {row.status: int(row.n) for row in conn.execute(_BY_STATUS)}
     for status in NoteStatus:
         by_status.setdefault(status.value, 0)
     return age, by_status
