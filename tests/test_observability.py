@@ -103,7 +103,7 @@ def test_note_gauges_switch_to_planner_statistics_on_a_large_table(services, db,
         conn.exec_driver_sql(
             "INSERT INTO notes (id, agent_id, type, note, content_hash, status) "
             "SELECT gen_random_uuid(), 'A', 'Context', 'n' || g, md5(g::text), "
-            "CASE WHEN g % 4 = 0 THEN 'Archived' ELSE 'Active' END "
+            "CASE WHEN g %% 4 = 0 THEN 'Archived' ELSE 'Active' END "
             "FROM generate_series(1, 400) AS g")
     with db.connect() as conn:
         conn.exec_driver_sql("ANALYZE notes")  # a small table is sampled whole: exact stats
