@@ -202,15 +202,15 @@ Index(
     postgresql_where=text(f"{INJECTABLE_SQL} AND expires_at IS NOT NULL"),
 )
 # Every injectable note is in exactly one of the two lattice indexes: notes_vector_idx
-# (exact vector ranking by index-only scans) when its row fits a btree row, else the rest
-# index (db/migrations/0004, db/queries/retrieval.py).
+# (exact vector ranking and date order by index-only scans) when its row fits a btree row,
+# else the rest index (db/migrations/0004 and 0007, db/queries/lattice.py).
 Index(
     "notes_vector_idx",
     notes.c.agent_id,
     notes.c.user_id,
     notes.c.company_id,
     notes.c.embedding_model,
-    postgresql_include=["status", "expires_at", "id", "embedding"],
+    postgresql_include=["status", "expires_at", "id", "created_at", "embedding"],
     postgresql_where=text(f"{INJECTABLE_SQL} AND {VECTOR_INDEXED_SQL}"),
 )
 Index(

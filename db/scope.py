@@ -274,14 +274,3 @@ def level_condition(level: tuple[bool, bool, bool], alias: str = "n") -> str:
                                   ("company_id", "vis_company", level[2])):
         parts.append(f"{alias}.{column} = :{param}" if is_set else f"{alias}.{column} IS NULL")
     return " AND ".join(parts)
-
-
-def specificity_sql(alias: str = "n") -> str:
-    """The lattice rank of a row (0 = Agent + User + Company), for ordering in SQL."""
-    cases = []
-    for level, rank in LEVEL_RANK.items():
-        condition = " AND ".join(
-            f"{alias}.{column} IS {'NOT ' if is_set else ''}NULL"
-            for column, is_set in zip(("agent_id", "user_id", "company_id"), level, strict=True))
-        cases.append(f"WHEN {condition} THEN {rank}")
-    return f"(CASE {' '.join(cases)} END)"

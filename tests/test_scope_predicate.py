@@ -11,7 +11,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from db.queries import retrieval as q
-from db.scope import DimensionRule, Inheritance, NoteScope, RequestScope, ScopeConfig, is_visible
+from db.scope import (
+    LEVEL_RANK,
+    DimensionRule,
+    Inheritance,
+    NoteScope,
+    RequestScope,
+    ScopeConfig,
+    is_visible,
+)
 
 NOW = datetime(2026, 6, 15, tzinfo=UTC)
 DIMENSIONS = {"region": ["eu", "us"], "team": ["red", "blue"], "tier": [1, 2]}
@@ -114,16 +122,20 @@ def embedded_notes(draw):
                           st.integers(1, 4), st.sampled_from([-1.0, 0.0, 0.3])),
                 min_size=1, max_size=4),
        configs)
-def test_relevant_ranking_is_the_exact_top_n_of_the_scoped_set(services, db, stored, asked,
+def test_ranking_and_date_order_are_the_exact_top_n_of_the_scoped_set(services, db, stored, asked,
                                                                 config):
-    """The two-step ranking (index-only ranking over both lattice indexes, then the predicate
-    in rank order) against a brute-force oracle, on the generic-plan connections the context
-    reads on: rows too big for the covering index and rows without a vector included."""
+    """The two-step ranking and date orders (index-only over both lattice indexes, then the
+    predicate in order) against a brute-force oracle, on the generic-plan connections the
+    context reads on: rows too big for the covering index and rows without a vector
+    included."""
     import numpy as np
     from pgvector.psycopg import register_vector
 
     def vector(model: str, seed: int) -> np.ndarray:
         return np.random.default_rng(seed).standard_normal(MODELS[model]).astype(np.float32)
+
+    def created(seed: int) -> datetime:  # coarse on purpose: equal dates are ordered by id
+        return NOW - timedelta(minutes=seed % 50)
 
     # Random scopes are mostly invisible to a random request: give every request notes at
     # its own lattice levels too (both models, both statuses, none expired, some of them
@@ -142,11 +154,11 @@ def test_relevant_ranking_is_the_exact_top_n_of_the_scoped_set(services, db, sto
             cur.executemany(
                 "INSERT INTO notes (id, agent_id, user_id, company_id, primary_scope_entity, "
                 "primary_scope_record_id, secondary_scopes, type, note, content_hash, status, "
-                "expires_at, embedding, embedding_model) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, 'Context', 'n', 'h', %s, %s, %s, %s)",
+                "expires_at, embedding, embedding_model, created_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, 'Context', 'n', 'h', %s, %s, %s, %s, %s)",
                 [(i, s.agent_id, s.user_id, s.company_id, s.primary_scope_entity,
                   s.primary_scope_record_id, json.dumps(s.secondary_scopes), status, expires,
-                  None if model is None else vector(model, seed), model)
+                  None if model is None else vector(model, seed), model, created(seed))
                  for i, (s, status, expires, model, seed) in zip(ids, stored, strict=True)])
     checked: list[int] = []
     with db.read(generic_plans=True) as conn:
@@ -172,4 +184,20 @@ def test_relevant_ranking_is_the_exact_top_n_of_the_scoped_set(services, db, sto
             checked.append(len(expected))
             similarities = [n.similarity for n in found]
             assert similarities == sorted(similarities, reverse=True)
+
+            # Recent and All (no vector needed), the same two steps ordered by date.
+            live = [(i, scope, status, seed) for i, (scope, status, expires, _, seed)
+                    in zip(ids, stored, strict=True)
+                    if status in scored and is_visible(scope, request, config)
+                    and (expires is None or expires > NOW)]
+            for fetch, by_scope in ((q.recent_notes, False), (q.all_notes, True)):
+                def key(row, by_scope=by_scope):
+                    i, scope, _, seed = row
+                    level = LEVEL_RANK[(scope.agent_id is not None, scope.user_id is not None,
+                                        scope.company_id is not None)]
+                    return (level if by_scope else 0, -created(seed).timestamp(), i)
+                tops = [row for status in scored for row in
+                        sorted((r for r in live if r[2] == status), key=key)[:per_status]]
+                got = fetch(conn, request, config, per_status=per_status, now=NOW)
+                assert [n.id for n in got] == [r[0] for r in sorted(tops, key=key)], fetch
     assert checked

@@ -20,10 +20,11 @@ from db.scope import RequestScope, ScopeConfig, level_condition, visibility_sql,
 # Bytes a note's row takes in `notes_vector_idx`, less fixed overhead: its key texts and its
 # vector (4 bytes a dimension). Rows up to VECTOR_INDEX_MAX_BYTES (384-dim MiniLM vectors
 # with ids of up to ~850 bytes) are in that index: btree rows are capped at 2,704 bytes and
-# the fixed part (tuple header, null bitmap, varlena headers, status, expiry, id, alignment)
-# is under 120. NULL without an embedding (embedding_model is NULL exactly then). The index
-# predicates (db/migrations/0004, db/models.py) and the queries use these exact texts, so the
-# planner can prove which index a branch may use, under custom and generic plans.
+# the fixed part (tuple header, null bitmap, varlena headers, status, expiry, id, created_at,
+# alignment) is under 130. NULL without an embedding (embedding_model is NULL exactly then).
+# The index predicates (db/migrations/0004 and 0007, db/models.py) and the queries use these
+# exact texts, so the planner can prove which index a branch may use, under custom and
+# generic plans.
 VECTOR_ROW_BYTES_SQL = (
     "(octet_length(coalesce(agent_id, '')) + octet_length(coalesce(user_id, '')) + "
     "octet_length(coalesce(company_id, '')) + octet_length(embedding_model) + "

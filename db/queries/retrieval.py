@@ -46,10 +46,10 @@ from db.enums import INJECTABLE_SQL, INJECTABLE_STATUSES
 from db.queries.injection import CORRECTED_SQL
 from db.queries.lattice import NOTE_LATTICE_PARTS, SCOPE_COLUMNS, qualified, scoped_rows
 from db.scope import (
+    LEVEL_RANK,
     RequestScope,
     ScopeConfig,
     level_condition,
-    specificity_sql,
     visibility_sql,
     visible_levels,
 )
@@ -100,23 +100,42 @@ class ExampleCandidate:
     similarity: float | None = None
 
 
-def _ranked_notes(request: RequestScope, config: ScopeConfig, *, order: str, per_status: int,
-                  now: datetime, conn: Connection) -> list[NoteCandidate]:
-    # Not n.*: the vector and the rest of the row stay out of the materialized set.
-    scoped, scope_params = scoped_rows("notes", request, config,
-                                       qualified(f"{NOTE_COLUMNS}, scope_key"), expiring=True)
-    sql = f"""
-WITH {scoped},
-ranked AS (
-    SELECT n.*, row_number() OVER (PARTITION BY n.status ORDER BY {order}) AS status_rank
-    FROM scoped n
-)
-SELECT {NOTE_COLUMNS}, NULL::float8 AS similarity, {CORRECTED_SQL} AS corrected
-FROM ranked n WHERE status_rank <= :per_status
-ORDER BY {order}
-"""
-    rows = conn.execute(_statement(sql), {**scope_params, "now": now, "per_status": per_status})
-    return [NoteCandidate(**row._mapping) for row in rows]
+def _ranked_notes(request: RequestScope, config: ScopeConfig, *, by_scope: bool,
+                  per_status: int, now: datetime, conn: Connection) -> list[NoteCandidate]:
+    predicate, params = visibility_sql(request, config)
+    sql = _ordered_sql(tuple(visible_levels(request)), predicate, by_scope)
+    rows = conn.execute(_statement(sql), {**params, "now": now, "per_status": per_status})
+    return [NoteCandidate(**{k: v for k, v in row._mapping.items() if k != "rank_level"})
+            for row in rows]
+
+
+@lru_cache(maxsize=256)
+def _ordered_sql(levels: tuple[tuple[bool, bool, bool], ...], predicate: str,
+                 by_scope: bool) -> str:
+    """Recent (newest first) or All (most specific scope first, then newest), in the same two
+    steps as the ranking: (id, status, created_at, level) of every visible-level row from the
+    lattice indexes (index-only from notes_vector_idx, which carries created_at), then per
+    status the rows best first, each read and checked by the scope predicate, until
+    :per_status qualified."""
+    key = "c.rank_level, c.created_at DESC, c.id" if by_scope else "c.created_at DESC, c.id"
+    order = ("SELECT n.id, n.status, n.created_at, {rank} AS rank_level FROM notes n "
+             "WHERE {level} AND {injectable} AND {part} "
+             "AND (n.expires_at IS NULL OR n.expires_at > :now)")
+    rank = "\nUNION ALL\n".join(
+        order.format(rank=LEVEL_RANK[level], level=level_condition(level),
+                     injectable=INJECTABLE_SQL, part=part)
+        for level in levels for part in NOTE_LATTICE_PARTS
+    )
+    columns = qualified(NOTE_COLUMNS)
+    fetch = "\nUNION ALL\n".join(f"""(
+    SELECT {columns}, NULL::float8 AS similarity, {CORRECTED_SQL} AS corrected, c.rank_level
+    FROM (SELECT c.id, c.created_at, c.rank_level FROM ordered c
+          WHERE c.status = '{status.value}' ORDER BY {key}) AS c
+    CROSS JOIN LATERAL (SELECT n.* FROM notes n WHERE n.id = c.id AND {predicate}) AS n
+    ORDER BY {key}
+    LIMIT :per_status)""" for status in INJECTABLE_STATUSES)
+    final = "rank_level, created_at DESC, id" if by_scope else "created_at DESC, id"
+    return f"WITH ordered AS MATERIALIZED (\n{rank}\n)\n{fetch}\nORDER BY {final}"
 
 
 @lru_cache(maxsize=256)
@@ -174,16 +193,15 @@ def relevant_notes(conn: Connection, request: RequestScope, config: ScopeConfig,
 
 def recent_notes(conn: Connection, request: RequestScope, config: ScopeConfig, *,
                  per_status: int, now: datetime) -> list[NoteCandidate]:
-    return _ranked_notes(request, config, order="n.created_at DESC, n.id",
-                         per_status=per_status, now=now, conn=conn)
+    return _ranked_notes(request, config, by_scope=False, per_status=per_status, now=now,
+                         conn=conn)
 
 
 def all_notes(conn: Connection, request: RequestScope, config: ScopeConfig, *,
               per_status: int, now: datetime) -> list[NoteCandidate]:
     """No relevance filter: most specific scope first, then newest."""
-    return _ranked_notes(request, config,
-                         order=f"{specificity_sql()}, n.created_at DESC, n.id",
-                         per_status=per_status, now=now, conn=conn)
+    return _ranked_notes(request, config, by_scope=True, per_status=per_status, now=now,
+                         conn=conn)
 
 
 def visible_note_ids(conn: Connection, request: RequestScope, config: ScopeConfig,
