@@ -8,12 +8,13 @@ starts Postgres. Speed is measured by `bench/corrections.py`, not asserted here.
 Data files (bench/corrections.py reports all of them):
   * correction_pairs.tsv and correction_pairs_holdout.tsv - the tuning set. The second was the
     round-1 held-out set and was folded into tuning in round 2; the targets are asserted on both.
-  * correction_pairs_dev.tsv - adversarial probes written while tuning rounds 2, 4 and 5: no
-    distinct pair may be merged, the rest has regression floors.
-  * correction_pairs_holdout2.tsv, correction_pairs_holdout3.tsv, correction_pairs_holdout4.tsv
-    - written blind (rounds 2, 3 and before round 4); later used for tuning (rounds 3, 4 and
-    5). Only checked for well-formedness here.
-  * correction_pairs_holdout5.tsv - written blind before round 5 and never tuned on: the
+  * correction_pairs_dev.tsv - adversarial probes written while tuning rounds 2, 4, 5 and 6:
+    no distinct pair may be merged, the rest has regression floors.
+  * correction_pairs_holdout2.tsv, correction_pairs_holdout3.tsv, correction_pairs_holdout4.tsv,
+    correction_pairs_holdout5.tsv - written blind (rounds 2, 3 and before rounds 4 and 5);
+    later used for tuning (rounds 3, 4, 5 and 6). Only checked for well-formedness and output
+    hygiene here.
+  * correction_pairs_holdout6.tsv - written blind before round 6 and never tuned on: the
     current detector's blind score (bench). Only well-formedness and output hygiene here.
 """
 
@@ -44,9 +45,10 @@ DEV = DATA / "correction_pairs_dev.tsv"
 HOLDOUT2 = DATA / "correction_pairs_holdout2.tsv"
 HOLDOUT3 = DATA / "correction_pairs_holdout3.tsv"
 HOLDOUT4 = DATA / "correction_pairs_holdout4.tsv"
-HOLDOUT5 = DATA / "correction_pairs_holdout5.tsv"  # blind for the current detector (round 5)
+HOLDOUT5 = DATA / "correction_pairs_holdout5.tsv"  # blind for round 5; tuning data in round 6
+HOLDOUT6 = DATA / "correction_pairs_holdout6.tsv"  # blind for the current detector (round 6)
 TUNING = (TRAIN, HOLDOUT)
-ALL_FILES = (TRAIN, HOLDOUT, DEV, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5)
+ALL_FILES = (TRAIN, HOLDOUT, DEV, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5, HOLDOUT6)
 
 # Every signal name the detector may emit: fixed vocabulary, never note text.
 KNOWN_SIGNALS = frozenset({
@@ -451,6 +453,7 @@ def test_a_note_never_corrects_itself_and_long_notes_are_accepted():
     (HOLDOUT3, {"correction": 20, "paraphrase": 15, "refinement": 10, "distinct": 20}, 80),
     (HOLDOUT4, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
     (HOLDOUT5, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
+    (HOLDOUT6, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
 ], ids=lambda p: p.stem if isinstance(p, Path) else "")
 def test_data_files_are_well_formed(path, minimum, size):
     rows = load_pairs(path)
@@ -470,12 +473,15 @@ def test_held_out_sets_share_no_pair_with_any_other_file():
     def keys(path: Path) -> set[tuple[str, str]]:
         return {(r["earlier"].lower(), r["later"].lower()) for r in load_pairs(path)}
 
-    # Written independently, held-out sets 4 and 5 happen to share one paraphrase; set 4 was
-    # tuned on in round 5, so that one pair of set 5 is not blind (bench/corrections.py says so).
-    known = {(HOLDOUT5, HOLDOUT4): {("user is a vegan.", "user follows a vegan diet.")}}
-    for held_out in (HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT5):
+    # Written independently, held-out sets 4 and 5, and 5 and 6, happen to share one
+    # paraphrase each; the earlier set was tuned on in the next round, so that one pair of the
+    # later set is not blind (bench/corrections.py says so).
+    known = {frozenset((HOLDOUT5, HOLDOUT4)): {("user is a vegan.", "user follows a vegan diet.")},
+             frozenset((HOLDOUT6, HOLDOUT5)): {("user's flat is on the fourth floor.",
+                                                "user's apartment is on the 4th floor.")}}
+    for held_out in (HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT5, HOLDOUT6):
         for other in ALL_FILES:
             if other != held_out:
                 shared = keys(held_out) & keys(other)
-                assert shared == known.get((held_out, other), set()), (held_out.name,
+                assert shared == known.get(frozenset((held_out, other)), set()), (held_out.name,
                                                                        other.name)

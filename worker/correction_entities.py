@@ -35,7 +35,8 @@ OPEN_CLASSES = {
     "social": "instagram facebook twitter tiktok linkedin reddit mastodon bluesky snapchat",
     "notes_app": "notion obsidian evernote onenote todoist trello asana jira confluence "
                  "bear logseq roam",
-    "password_manager": "bitwarden lastpass keepass dashlane",
+    "password_manager": "bitwarden lastpass keepass dashlane 1password",
+    "cloud_storage": "icloud dropbox google-drive onedrive google-photos",
     "crypto": "bitcoin ethereum solana dogecoin cardano",
     "payment": "cash credit-card debit-card paypal venmo apple-pay google-pay cheque",
     "instrument": "piano guitar violin cello drums ukulele flute saxophone trumpet clarinet "
@@ -69,7 +70,7 @@ OPEN_CLASSES = {
 ATTRIBUTE_SCALES = {
     "doneness": "medium-rare medium-well",
     "size": "xxs xs xl xxl",
-    "work_hours": "fulltime parttime",
+    "work_hours": "fulltime parttime retired",  # "works full-time" -> "retired last year"
     "timezone": "cet cest eet est edt cst mst pst pdt gmt utc bst ist jst aest",
 }
 ATTRIBUTE_NAMES = ("doneness", "size", "timezone", "work_hours")
@@ -94,6 +95,8 @@ NAMES: tuple[tuple[str, str], ...] = (
     (r"\byoutube music\b", " youtube-music "),
     (r"\bapple pay\b", " apple-pay "),
     (r"\bgoogle pay\b", " google-pay "),
+    (r"\bgoogle drive\b", " google-drive "),
+    (r"\bgoogle photos\b", " google-photos "),
     (r"\bflat whites?\b", " flat-white "),
     (r"\bmedium[- ]rare\b", " medium-rare "),
     (r"\bmedium[- ]well\b", " medium-well "),

@@ -37,6 +37,9 @@ VALUE_CLASSES = {
     "device": "kindle ipad tablet laptop desktop",
     "stairs": "stairs elevator escalator",
     "book_format": "hardcover paperback ebook audiobook",
+    "energy_unit": "kilowatt-hour megajoule joule kilojoule calorie kilocalorie btu",
+    "data_unit": "byte kilobyte megabyte gigabyte terabyte kibibyte mebibyte gibibyte "
+                 "tebibyte",
 }
 
 # Classes whose members describe one attribute of a thing, so a verb that takes many objects
@@ -50,7 +53,8 @@ ATTRIBUTE_CLASSES = ("caffeine", "spiciness", "doneness", "sweetness", "warmth",
 # the earlier. Keys are category nouns (several spellings of one category in one key); values
 # name value classes of the lexicon, and words after "+" are further members that are no rival
 # values of each other (a conure and a dog can live side by side). Categories nest: a member
-# that is itself a category brings its own members ("pet" covers "bird" covers "conure").
+# that is itself a category brings its own members ("pet" covers "bird" covers "conure"). The
+# broader world knowledge (places, cuisines, teams, professions...) is in `correction_categories`.
 HYPERNYMS = {
     "sport": "sport",
     "instrument": "instrument",
@@ -174,6 +178,14 @@ EQUIVALENCES: tuple[tuple[str, str], ...] = (
     (r"\b(?:learn\w*|study\w*) (?:how )?to play (?:the )?", " learning "),
     (r"\btak(?:es|e|ing) (\w+) lessons\b", r" learning \1 "),
     (r"\b(?:is|are|am) (?:really )?(?:into|keen on)\b", " likes "),
+    # Enthusiasm idioms: "is crazy about jazz" = "loves jazz"; "not a fan of" is a dislike ("a
+    # fan of" alone is a supporter: see `correction_patterns`).
+    (r"\b(?:is|are|am) not (?:a |an )?(?:big |huge |great )?fan of\b", " dislikes "),
+    (r"\b(?:is|are|am) (?:crazy about|passionate about|mad about|obsessed with|a lover of)\b",
+     " likes "),
+    # "calls Leeds home" = "'s home is in Leeds" = "lives in Leeds".
+    (r"\bcalls? (\w+(?:-\w+)?) home\b", r" lives in \1 "),
+    (r"\b(user|my|their|his|her) home is (?:in|located in)\b", r" \1 lives in "),
     (r"\b(?:stays?|keeps?|stayed|kept) away from\b|\bsteers? clear of\b", " avoids "),
     (r"\bnight owl\b", " evening person "),
     (r"\b(?:early bird|morning person|early riser)\b", " morning person "),
@@ -191,6 +203,9 @@ EQUIVALENCES: tuple[tuple[str, str], ...] = (
     # A scheduled thing "starts at 9" = "is at 9".
     (r"\b(?:starts?|begins?|kicks? off|takes? place) (?=at\s+(?:\d|noon|midnight))", " is "),
     (r"\b(?:ends?|finishes|finish|wraps? up) (?=at\s+(?:\d|noon|midnight))", " end is "),
+    # "every Monday" = "on Mondays", "each morning" = "in the morning".
+    (r"\b(?:every|each) (monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekday|"
+     r"weekend|morning|afternoon|evening)\b", r" on \1 "),
     # Hometown.
     (r"\bgrew up in\b|\b(?:is|are|am|was|comes?) originally from\b", " hometown is "),
     # Tolerance reads as liking: "is fine with phone calls now" answers "dislikes calls".
@@ -220,6 +235,16 @@ EQUIVALENCES: tuple[tuple[str, str], ...] = (
 
 # Applied before correction markers are read, where a marker would otherwise eat the words.
 EARLY_EQUIVALENCES: tuple[tuple[str, str], ...] = (
+    # A state that ends in an event: the event says the state no longer holds ("is pregnant"
+    # -> "had the baby"). A dated birth ("had
+    # her first baby in 2019") may be another child, so a year keeps it an event.
+    (r"\b(?:had|has had|gave birth to) (?:the|their|her|his) baby\b(?!.*\b(?:19|20)\d\d\b)"
+     r"|\bgave birth\b(?!.*\b(?:19|20)\d\d\b)", " is no longer pregnant "),
+    # Weariness ends a liking: "has grown tired of tennis" = "no longer likes tennis".
+    (r"\b(?:has |have )?(?:grown|grew|gotten|got|getting|is|are) (?:tired|sick|bored) of\b"
+     r"|\blost interest in\b|\bfell out of love with\b", " no longer likes "),
+    # Marrying is becoming married ("engaged to Sam" -> "married Sam in June").
+    (r"\b(user|i|he|she|they) married\b", r"\1 became married to"),
     # "turned subtitles off" = "turned off subtitles", a reversal.
     (r"\b(turn|switch)(ed|s|ing)? (?:the |my |their |all )?(\w+) off\b", r"\1\2 off \3"),
     # Back to work after retirement: a new employment status.

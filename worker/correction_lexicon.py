@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from worker import correction_categories as categories
 from worker import correction_entities as entities
 from worker import correction_knowledge as knowledge
 from worker import correction_synonyms as synonyms
@@ -305,14 +306,14 @@ RIVAL_VERBS = frozenset(frozenset(canon(v) for v in pair.split())
 def _hyponyms() -> dict[str, frozenset[str]]:
     """Canonical category noun -> every canonical member, nested categories included."""
     direct: dict[str, set[str]] = {}
-    for categories, spec in knowledge.HYPERNYMS.items():
+    for keys_, spec in (*knowledge.HYPERNYMS.items(), *categories.ALL.items()):
         classes, _, extra = spec.partition("+")
         members = {canon(w) for c in classes.split() for w in VALUE_CLASSES[c].split()}
         members |= {canon(w) for w in extra.split()}
-        for category in categories.split():
+        for category in keys_.split():
             direct.setdefault(canon(category), set()).update(members)
     closed = {k: set(v) for k, v in direct.items()}
-    for _ in range(3):  # nesting is shallow: pet > bird > conure
+    for _ in range(3):  # nesting is shallow: pet > bird > conure, europe > france > paris
         for members in closed.values():
             members |= {m for k in list(members) if k in closed for m in closed[k]}
     return {k: frozenset(v - {k}) for k, v in closed.items()}
@@ -320,6 +321,8 @@ def _hyponyms() -> dict[str, frozenset[str]]:
 
 # Category noun -> members that imply it ("instrument" -> cello, piano, ...).
 HYPONYMS = _hyponyms()
+# Raw words of the category knowledge the tokenizer keeps whole ("low-fodmap").
+CATEGORY_WORDS = categories.WORDS
 
 
 _CLASS_OF: dict[str, frozenset[str]] = {}

@@ -32,6 +32,11 @@ def dated(token: str) -> bool:
     return bool(_YEAR.match(token) or lx.value_classes(token) & _DATE_CLASSES)
 
 
+def dating(token: str) -> bool:
+    """A date or a word that only places one ("last spring", "two years ago")."""
+    return dated(token) or token in _DATE_WORDS
+
+
 def another_occasion(old: _Note, new: _Note, e_only: frozenset[str],
                      l_only: frozenset[str]) -> bool:
     """Both notes tell a repeatable past event ("went to Lisbon", "ran the marathon") and only
@@ -68,6 +73,9 @@ def implies(old: _Note, new: _Note) -> bool:
     round and are left out."""
     if old.negated or new.negated or bool(old.verbs & cp.PREF) != bool(new.verbs & cp.PREF):
         return False
+    if new.tokens and new.tokens[0] in cp.PERSON and not (
+            old.tokens and _covers(old.tokens[0], new.tokens[0])):
+        return False  # "User's neighbor has a Siamese cat" is about someone else
     later, at, by_member = new.tokens, -1, False
     for token in old.tokens:
         if at >= 0 and later[at] != token and _covers(token, later[at]):

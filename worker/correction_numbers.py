@@ -28,7 +28,8 @@ _RUN = re.compile(rf"\b(?:a |an )?(?:(?:{_WORD})(?:[ -]|,? and ))*(?:{_WORD})\b"
 
 _CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy"}
 _SYMBOL_AMOUNT = re.compile(r"([$€£¥])\s?(\d[\d,]*(?:\.\d+)?)(k\b)?")
-_BUCKS = re.compile(r"\bbucks\b|\bus dollars?\b")
+# Only after an amount: "the Milwaukee Bucks" are a team.
+_BUCKS = re.compile(r"(?<=\d) ?bucks\b|\bus dollars?\b")
 
 _HOURS = {w: n for w, n in _UNITS.items() if 1 <= n <= 12}
 _HOUR = rf"(\d{{1,2}}|{'|'.join(_HOURS)})"
@@ -41,6 +42,16 @@ _WORD_HOUR = re.compile(rf"\b({'|'.join(_HOURS)})(?= (?:in the (?:morning|aftern
 _H24 = re.compile(r"\b(1[3-9]|2[0-3])[:.h]([0-5]\d)\b(?!\s*(?:am|pm|a\.m|p\.m))")
 _MINUTES = {"half": 30, "quarter": 15, "a quarter": 15, "ten": 10, "twenty": 20, "five": 5,
             "fifteen": 15, "thirty": 30, "forty five": 45, "forty-five": 45}
+
+
+# Thousands separators ("$10,000" = "10000 dollars"), dotted meridiems ("2 p.m." = "2pm") and
+# ordinals after "the" ("the second floor" = "the 2nd floor"): one notation for each.
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_MERIDIEM = re.compile(r"\b(\d{1,2}(?::[0-5]\d)?)\s*([ap])\.\s?m\b\.?")
+_ORDINALS = {"first": "1st", "second": "2nd", "third": "3rd", "fourth": "4th", "fifth": "5th",
+             "sixth": "6th", "seventh": "7th", "eighth": "8th", "ninth": "9th", "tenth": "10th"}
+# ("the first person" of a narrative is no count: "first-person" keeps it as it is)
+_ORDINAL = re.compile(rf"\bthe ({'|'.join(_ORDINALS)})\b(?![- ]person)")
 
 
 def _value(words: list[str]) -> int | None:
@@ -80,6 +91,9 @@ def _clock(hour: int, minute: int) -> str:
 
 def normalize(text: str) -> str:
     """One notation per amount and clock time (lower-cased text in, lower-cased text out)."""
+    text = _THOUSANDS.sub("", text)
+    text = _MERIDIEM.sub(lambda m: f"{m.group(1)}{m.group(2)}m", text)
+    text = _ORDINAL.sub(lambda m: f"the {_ORDINALS[m.group(1)]}", text)
     text = _PAST.sub(lambda m: _clock(_hour(m.group(2)), _MINUTES[m.group(1)]), text)
     text = _TO.sub(lambda m: _clock((_hour(m.group(2)) - 2) % 12 + 1,
                                     60 - _MINUTES[m.group(1)]), text)

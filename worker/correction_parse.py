@@ -38,7 +38,7 @@ OPTIONAL_PARTICLES = frozenset((lx.canon(v), lx.PREPOSITIONS.get(p, p))
                                for v, p in lx.OPTIONAL_PARTICLES)
 _RUN = lx.canon("run")
 _SOFTWARE = frozenset({"platform", "editor", "browser"})  # "runs Linux" = "uses Linux"
-_LEXICON_WORDS = frozenset(lx.SYNONYMS) | frozenset(
+_LEXICON_WORDS = frozenset(lx.SYNONYMS) | lx.CATEGORY_WORDS | frozenset(
     w for members in lx.VALUE_CLASSES.values() for w in members.split())
 
 
@@ -72,6 +72,8 @@ class Note:
     event: bool = False  # told in the past tense of a repeatable event ("visited", "ran")
     acronyms: frozenset[str] = frozenset()  # written in capitals ("IBM"), lower-cased
     names: frozenset[str] = frozenset()  # canonical words capitalized inside a sentence
+    instruction: bool = False  # an imperative to the assistant ("Use metric units")
+    whole: bool = False  # speaks of all of the user's things of a kind ("all of their tasks")
 
     @property
     def content(self) -> frozenset[str]:
@@ -169,6 +171,13 @@ def _object(tokens: list[str]) -> frozenset[str]:
 
 _SUBJECT = re.compile(r"\b(user|i|they|he|she|we|my|their|his|her|our)('s|s')?(?!\w)")
 _NOMINATIVE = frozenset({"user", "i", "they", "he", "she", "we"})
+# An instruction to the assistant ("Use metric units for this user", "Don't show pie charts")
+# states the user's preference in the assistant's words.
+_INSTRUCTION = re.compile(r"^\W*(?:please |always |never |do not |don'?t )?(?:use|show|keep|"
+                          r"give|write|format|display|avoid|turn|put|include|add|set|send)\b")
+# "all of their tasks in Notion": everything of the kind in one place, so that place is one
+# value ("in Todoist" replaces it).
+_WHOLE = re.compile(r"\ball (?:of )?(?:their|my|his|her|our|the user's) ")
 _PAST_EVENT = re.compile(r"\b(?:" + "|".join(sorted(lx.PAST_EVENT_VERBS)) + r")\b")
 _ACRONYM = re.compile(r"\b[A-Z]{2,6}\b")
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][a-z]+\b")
@@ -236,7 +245,8 @@ def parse(text: str) -> Note:
                 bool(subject & 2), frozenset(verbs), frozenset(starts), comparison,
                 frozenset(against) - GENERIC, own, bool(_PAST_EVENT.search(lower)),
                 frozenset(a.lower() for a in _ACRONYM.findall(text[:MAX_TEXT_CHARS])),
-                frozenset(lx.canon(n.lower()) for n in _NAME.findall(text[:MAX_TEXT_CHARS])))
+                frozenset(lx.canon(n.lower()) for n in _NAME.findall(text[:MAX_TEXT_CHARS])),
+                bool(_INSTRUCTION.match(lower)), bool(_WHOLE.search(lower)))
 
 
 # --- Alignment -------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from worker import correction_categories as categories
 from worker import correction_numbers as numbers
+from worker.correction_categories import NAMES as CATEGORY_NAMES
 from worker.correction_entities import NAMES
 from worker.correction_knowledge import EARLY_EQUIVALENCES, EQUIVALENCES
 from worker.correction_synonyms import PHRASES as SYNONYM_PHRASES
@@ -110,7 +112,8 @@ REJECTIONS: tuple[re.Pattern[str], ...] = (
 STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern))
     for name, pattern in (
-        ("changed_mind", r"\bchanged? (?:my|their|his|her|our) minds?\b|\bon second thoughts?\b"),
+        ("changed_mind", r"\bchanged? (?:my|their|his|her|our) (?:minds?|requests?|preferences?)\b"
+                         r"|\bon second thoughts?\b"),
         ("scratch_that", r"\b(?:scratch|forget|ignore|strike) (?:that|this)\b"),
         ("meant", r"\b(?:i|they|user|we) (?:actually )?meant\b|\bi mean\b"),
         ("make_that", r"\bmake (?:that|it)\b"),
@@ -138,6 +141,9 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                        r"dropped|reduced|grew) to\b"),
         ("relocated", r"\b(?:relocated|relocating|moved|moving|moves) (?:\w+ ){0,2}?"
                       r"(?:back )?to\b"),
+        # A person who transfers goes elsewhere ("transferred to Cedar Ridge Academy"); money
+        # transferred to savings has an object in between and is no move.
+        ("transferred", r"\btransfer(?:red|ring|s)? to\b"),
         ("rescheduled", r"\b(?:slipped|pushed(?: back)?|postponed|delayed|rescheduled|bumped"
                         r"|brought forward) (?:to|until|till)\b"),
         ("became", r"\b(?:went|go|goes|became|become|becomes|turned|turns|got|gets|get) "
@@ -152,15 +158,17 @@ ADDITIVE_MARKERS = re.compile(
     r"\balso\b|\btoo\b|\bas well\b|\badditionally\b|\bin addition\b|\bbesides\b|\banother\b"
     r"|\bboth\b|\bplus\b|\bother\b|\bextra\b"
 )
-# Reversal verbs negate what follows ("sold the Tesla", "gave up on learning piano").
+# Reversal verbs negate what follows ("sold the Tesla", "gave up on learning piano"); never
+# inside a hyphenated compound ("skip-level manager", "non-stop flights", "stop-motion").
 REVERSALS = re.compile(
-    r"\b(?:no longer|no more|stopped|stops|stop|quit|quitting|gave up(?: on)?|give up(?: on)?|"
+    r"(?<!-)\b(?:no longer|no more|stopped|stops|stop|quit|quitting|gave up(?: on)?|"
+    r"give up(?: on)?|"
     r"given up(?: on)?|sold|ditched|(?:gave|give|given|giving) away|(?:got|gets|get|getting) "
     r"rid of|(?:threw|throws|thrown) (?:out|away)|dropped(?! to\b)|cancel+ed|skip|skips|"
     r"skipped|omit|omits|"
     r"omitted|leave out|left(?= (?!side\b|hand\b|of\b|or\b|and\b|to\b|aligned\b)\w)|"
     r"turn(?:ed|s|ing)? off|switch(?:ed|es|ing)? off|"
-    r"(?<!is )(?<!are )(?<!am )(?<!was )(?<!were )(?<!got )(?<!get )used to)\b"
+    r"(?<!is )(?<!are )(?<!am )(?<!was )(?<!were )(?<!got )(?<!get )used to)\b(?!-\w)"
 )
 CLAUSE_SPLIT = re.compile(r"[;]|,\s+|\s+-\s+|\bbut\b|\bwhile\b|\band\b")
 
@@ -171,7 +179,8 @@ _COLON = re.compile(r"(?<=[a-z])\s*:\s+")
 
 _EARLY = tuple((re.compile(pattern), replacement) for pattern, replacement in EARLY_EQUIVALENCES)
 _EQUIVALENT = tuple((re.compile(pattern), replacement)
-                    for pattern, replacement in (*NAMES, *SYNONYM_PHRASES, *EQUIVALENCES))
+                    for pattern, replacement in (*NAMES, *CATEGORY_NAMES, *SYNONYM_PHRASES,
+                                                 *EQUIVALENCES))
 
 
 def normalize(text: str) -> str:
@@ -220,6 +229,7 @@ def extract_cues(text: str) -> tuple[str, frozenset[str], list[str]]:
 def rewrite(text: str) -> str:
     """Apply the phrase rewrites (after markers and rejections were taken out)."""
     text = _COLON.sub(" is ", text)  # "Date format: X" = "date format is X"
+    text = categories.join(text)  # "rocket league" -> "rocket-league"
     for pattern, replacement in (*_EQUIVALENT, *PHRASES):
         text = pattern.sub(replacement, text)
     return text

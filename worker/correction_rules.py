@@ -31,6 +31,7 @@ _TITLES = lx.keys(lx.TITLES)
 # friends; an advisor, landlord or spouse is one at a time ("best friend" is one too).
 _MANY = lx.keys(lx.MULTI_RELATIONS)
 _ONE = lx.keys(frozenset({"best", "closest", "oldest", "eldest", "youngest", "only", "main"}))
+_DWELLING = frozenset({"dwelling"})
 _DIRECTIONAL = frozenset({"@from", "@to", "@over", lx.canon("before"), lx.canon("after")})
 _content, _class_match, _class_union = cp.content, cp.class_match, cp.class_union
 _structural, _is_content = cp.structural, cp.is_content
@@ -71,7 +72,12 @@ def value_change(e: _Note, block: _Block, markers: bool,
     titled = before in _TITLES and block.start > 1 and e.tokens[block.start - 2] == _BE
     head_slot = (before == _BE or titled) and any(
         not _structural(t) and t not in _GENERIC for t in head)
-    slot = head_slot or before == _RELOCATE or (
+    # "owns one car, a Subaru" -> "one car, a Mazda": a counted single thing holds one value.
+    single = len(head) >= 2 and head[-2] == "1" and _is_content(head[-1])
+    # "keeps all of their photos in iCloud" -> "in Google Photos": where all of them are kept
+    whole = e.whole and before is not None and before.startswith("@") and (
+        block.end == len(e.tokens))
+    slot = head_slot or single or whole or before == _RELOCATE or (
         before is not None and before.startswith("@") and verb_before(head) in _EXCLUSIVE)
     if not (markers or slot) and all(lx.value_classes(t) <= lx.OPEN_CLASSES for t in (*es, *ls)):
         # Named things of one kind ("holds Bitcoin" / "holds Ethereum", "a Netflix" / "a
@@ -93,7 +99,7 @@ def value_change(e: _Note, block: _Block, markers: bool,
         # "eats dry food")
         object_of_multi = not counted and not attribute and (
             before in _MULTI or liking or action_object)
-        if object_of_multi and not markers:
+        if object_of_multi and not markers and not whole:
             return None
         return "class_value_change"
     person = {t for t in head if _is_content(t)} <= _PERSON
@@ -107,11 +113,15 @@ def value_change(e: _Note, block: _Block, markers: bool,
         t in e.names or t in names for t in (*es, *ls)) and not respelled(es, ls)
     if head_slot and not any(t in _MULTI for t in head) and not many:
         return "slot_value_change"  # "<slot> is X" -> "<slot> is Y" (not "has a dog named X")
+    # "lives in France" / "lives in a nice house": the kind of home is no rival of the place
+    dwelling = [bool(_DWELLING & lx.value_classes(t)) for t in (*es, *ls)]
     if before is not None and before.startswith("@") and verb_before(head) in _EXCLUSIVE and (
-            block.tail):
+            block.tail) and not any(dwelling):
         return "slot_value_change"  # "lives in X", "works as X"
     if before == _RELOCATE:
         return "slot_value_change"  # "is moving to X": one destination
+    if single and es and ls and block.end == len(e.tokens):
+        return "slot_value_change"  # "one car, a Honda Civic" -> "a Ford Focus": renamed
     return None
 
 

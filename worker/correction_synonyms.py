@@ -48,7 +48,19 @@ SYNONYMS = {
     "secs": "second", "sec": "second", "cm": "centimeter", "centimetre": "centimeter",
     "mm": "millimeter", "millimetre": "millimeter", "mi": "mile", "g": "gram", "grams": "gram",
     "ml": "milliliter", "millilitre": "milliliter", "litre": "liter", "litres": "liter",
-    "oz": "ounce",
+    "oz": "ounce", "kb": "kilobyte", "mb": "megabyte", "gb": "gigabyte", "tb": "terabyte",
+    "kib": "kibibyte", "mib": "mebibyte", "gib": "gibibyte", "tib": "tebibyte",
+    "kwh": "kilowatt-hour", "mj": "megajoule", "kj": "kilojoule", "kcal": "kilocalorie",
+    # Size and speed words of one meaning ("big kitchen" = "large kitchen").
+    "big": "large", "bigger": "larger", "biggest": "largest", "quick": "fast",
+    "quicker": "faster", "quickest": "fastest", "speedy": "fast", "rapid": "fast",
+    # Plurals the suffix stripper cannot reach ("chart axes" = "every chart axis").
+    "axes": "axis", "analyses": "analysis", "criteria": "criterion", "mice": "mouse",
+    "teeth": "tooth", "geese": "goose", "women": "woman", "men": "man", "indices": "index",
+    "diagnoses": "diagnosis", "theses": "thesis", "crises": "crisis",
+    # Everyday synonyms of personal facts.
+    "little": "small", "talk": "speak", "boss": "manager", "flat": "apartment",
+    "flats": "apartment", "grandparents": "grandparent",
 }
 
 # Players named by their instrument: "is a guitarist" = "plays guitar".
@@ -76,6 +88,17 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\bon (my|their|his|her|our|your) own\b", " alone "),
     (r"\b(my|their|his|her|our|your) own\b", r" \1 "),
     (r"\bpass(?:ed|es)? away\b", " died "),
+    # In-laws: "spouse's mother" = "mother-in-law".
+    (r"\b(?:spouse|wife|husband|partner)(?:'s)? (mother|father|brother|sister|parents)\b",
+     r" \1-in-law "),
+    # "gave a talk at PyCon" = "spoke at PyCon".
+    (r"\b(?:give|gives|gave|giving|given) (?:a |an )?(?:\w+ )?(?:talk|speech|presentation|"
+     r"lecture|keynote)\b", " spoke "),
+    (r"\bpersonal (?:best|record)\b", " personal-best "),
+    (r"\bkilowatt[- ]hours?\b", " kilowatt-hour "),
+    # "has a nut allergy" = "is allergic to nuts"; "has food allergies" names the category.
+    (r"\b(?:has|have|had) (?:an? |some )?(?:severe |mild )?(\w+) allerg(?:y|ies)\b",
+     r" is allergic to \1 "),
     (r"\bfor a living\b", " "),
     (r"\bevery night\b|\beach night\b", " nightly "),
     (r"\b(?:follows?|is on|eats?) an? (\w+(?:-\w+)?) diet\b", r" is \1 "),

@@ -20,7 +20,8 @@ parents visit them"), swapped roles ("from London to Paris") and other objects o
 ("checks email at 9" / "checks Slack at 9") are distinct. Similarity, when given, only breaks
 ties, and never between two content verbs ("learns" / "teaches Spanish"). `correction_meaning`
 adds what word overlap misses: a member that implies its category ("plays the cello" refines
-"plays an instrument"), an acronym beside its expansion, and a changed date of a repeatable
+"plays an instrument", "lives in Osaka" refines "lives in Japan"; the curated category knowledge
+is in `correction_categories`), an acronym beside its expansion, and a changed date of a repeatable
 past event or a changed day of the user's own habit, which is another occasion, not a
 correction ("visited Japan in 2019" / "in 2023"); `correction_numbers` writes amounts and clock
 times one way ("$500" = "five hundred dollars", "18:00" = "6 pm"). The default is
@@ -139,13 +140,16 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
         if el & lr and er & ll and not el & ll:
             return _verdict(Relation.CORRECTION, 0.9, [*signals, "comparison_swap"])
 
-    # A clause that negates the earlier note's content: "no longer vegetarian".
+    # A clause that negates the earlier note's content: "no longer vegetarian" (about the same
+    # holder: "User's sister is no longer vegetarian" says nothing of the user).
     core = e_content - _GENERIC
     agrees = rl.agrees(old, new)
+    holders = {n.tokens[0] for n in (old, new) if n.tokens and n.tokens[0] in _PERSON}
+    other_holder = bool(holders & (e_content ^ l_content))
     for clause, negated in new.clauses:
         shared = clause - _GENERIC
         reverses = negated != old.negated and (shared <= core or core <= shared)
-        if reverses and core & shared and not additive and not agrees:
+        if reverses and core & shared and not additive and not agrees and not other_holder:
             return _verdict(Relation.CORRECTION, 0.9, [*signals, "polarity_reversal"])
     flip = fire("polarity_flip", old.negated != new.negated)
     if not (flip or old.negated or additive) and (l_content - _GENERIC) <= e_content and (
@@ -159,12 +163,15 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
         # A member where the earlier note named the category ("plays the cello" for "plays an
         # instrument"): the later note implies the earlier, so replacing it loses nothing.
         return _verdict(Relation.REFINEMENT, 0.75, [*signals, "entailment"])
+    if not strong and not weak and mn.implies(new, old):
+        # The later note names the category of what the earlier named ("lives in Austin" ->
+        # "lives in Texas"): nothing was corrected, and replacing the earlier loses detail.
+        return _verdict(Relation.PARAPHRASE, 0.45, [*signals, "dropped_detail"])
     if not strong and not (old.negated or new.negated) and (
             mn.another_occasion(old, new, e_only, l_only)
             or (not weak and mn.another_day(old, new, e_only, l_only))):
         # Another trip on another date, the user's habit on another day: both hold.
         return _verdict(Relation.DISTINCT, 0.8, [*signals, "another_occasion"])
-    holders = {n.tokens[0] for n in (old, new) if n.tokens and n.tokens[0] in _PERSON}
     if (holders & (e_only | l_only) or rl.holder_chain(old, new) or rl.holder_moved(old, new)) and (
             new.has_subject and not new.pronoun):
         # The fact moved to another holder ("User's wife works at Google"): never the same.
@@ -182,7 +189,7 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     # needs no shared word; one with a verb of its own ("now works in Munich") does.
     bare = not {t for t in l_only if not lx.value_classes(t)} & (_EXCLUSIVE | _MULTI | _LIGHT)
     # (a date that comes with the new value is no verb of its own: "got married last spring")
-    undated = {t for t in l_content - {_RELOCATE} if not mn.dated(t)}
+    undated = {t for t in l_content - {_RELOCATE} if not mn.dating(t)}
     if conflict and marked and (anchors or fragment or (bare and len(undated) <= 2)):
         return _verdict(Relation.CORRECTION, 0.8, [*signals, "class_value_change"])
     if flip and agrees and not strong:
@@ -201,8 +208,11 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
         return _verdict(Relation.DISTINCT, 0.7, signals)
 
     # "likes X" vs "uses X": both PRED, but not the same fact without more evidence.
+    # (an instruction to the assistant, "Use metric units", is the user's preference: "prefers
+    # metric units" restates it)
+    instructed = old.instruction != new.instruction
     family_change = fire("predicate_family_change", bool(old.verbs and new.verbs) and (
-        bool(old.verbs & _PREF) != bool(new.verbs & _PREF)))
+        bool(old.verbs & _PREF) != bool(new.verbs & _PREF)) and not instructed)
     sim_high = similarity is not None and similarity >= PARAPHRASE_MIN_SIMILARITY
     if not e_only and not l_only:
         confidence = 0.5 if family_change and not sim_high else 0.9
