@@ -71,6 +71,28 @@ def test_a_cross_run_correction_is_recorded_then_resolved_by_one_cycle(runtime, 
     assert earlier["status"] == "Revoked" and str(earlier["superseded_by"]) == second["note_id"]
 
 
+@pytest.mark.parametrize(("earlier", "later", "relation", "survivor", "retired"), [
+    # cosine 0.41 and 0.48: below hardening's 0.60, found only because the write recorded them
+    ("User has a pet bird.", "User has a green-cheeked conure named Kiwi.", "more specific",
+     "later", "Archived"),
+    ("User commutes by bike.", "User cycles to work.", "restates", "earlier", "Archived"),
+])
+def test_a_cross_run_refinement_or_restatement_is_recorded_then_resolved(
+        runtime, write, services, earlier, later, relation, survivor, retired):
+    first = write(run_context("r1"), earlier)
+    second = write(run_context("r2"), later)
+    assert second["disposition"] == "written" and relation in second["reason"]
+    assert str(note_row(services.database_url, second["note_id"])["corrects_note_id"]) == \
+        first["note_id"]
+    report = run_cycle(runtime)
+    assert report.model_calls == 0
+    rows_by_role = {"earlier": note_row(services.database_url, first["note_id"]),
+                    "later": note_row(services.database_url, second["note_id"])}
+    loser = "earlier" if survivor == "later" else "later"
+    assert rows_by_role[survivor]["status"] == "Active"
+    assert rows_by_role[loser]["status"] == retired
+
+
 def test_a_correction_of_an_active_note_from_an_earlier_cycle_revokes_it(runtime, write,
                                                                           services):
     first = write(run_context("r1"), "User prefers metric units")

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from db import queries
 from db.enums import AuthorType, Disposition, NoteStatus, ProtectionTier
 from worker.admission_guards import admit, hold_internal_memory
-from worker.corrections import Relation, classify, supersedes
+from worker.corrections import classify, supersedes
 from worker.normalize import content_hash
 from worker.write_attempt import (
     Guard,
@@ -95,13 +95,25 @@ def within_run_idempotency(attempt: WriteAttempt) -> Outcome | None:
     )
 
 
+# What a cross-run write is recorded as, and what hardening will do about it.
+_RECORDED_AS = {
+    "correction": " It looks like a correction of an existing note; the Memory Manager will "
+                  "retire the older one.",
+    "refinement": " It looks like a more specific version of an existing note; the Memory "
+                  "Manager will retire the older one.",
+    "paraphrase": " It restates an existing note; the Memory Manager will fold it into that "
+                  "note.",
+}
+
+
 def recognize_correction(attempt: WriteAttempt) -> Outcome | None:
     """Within a run, last write wins: a write the correction detector confidently calls a
     correction, paraphrase or refinement of one of the run's own notes replaces it, at any
     similarity ("I love blue charts!" → "actually, red charts!"). `distinct` never does, and
     neither does high similarity alone (a less specific restatement would erase detail).
     Across runs nothing is replaced (ADD-only-strict), but the note this write most likely
-    corrects is recorded for the Memory Manager."""
+    corrects, restates or refines is recorded for the Memory Manager (and the read path shows
+    only the newer of the two until then)."""
     assert attempt.neighbours is not None
     for own in attempt.neighbours.own:
         verdict = classify(own.note, attempt.text, own.similarity)
@@ -110,8 +122,9 @@ def recognize_correction(attempt: WriteAttempt) -> Outcome | None:
             return None
     for other in attempt.neighbours.related:
         verdict = classify(other.note, attempt.text, other.similarity)
-        if verdict.relation is Relation.CORRECTION and supersedes(verdict):
+        if supersedes(verdict):  # a correction, restatement or refinement: hardening resolves it
             attempt.corrects_note_id = other.note_id
+            attempt.corrects_relation = verdict.relation.value
             return None
     return None
 
@@ -178,8 +191,8 @@ def persist_provisional(attempt: WriteAttempt) -> Outcome:
         ),
         attempt.now,
     )
-    corrects = (" It looks like a correction of an existing note; the Memory Manager will "
-                "retire the older one." if attempt.corrects_note_id else "")
+    corrects = ("" if attempt.corrects_note_id is None
+                else _RECORDED_AS.get(attempt.corrects_relation or "", _RECORDED_AS["correction"]))
     return Outcome(
         Disposition.WRITTEN,
         "Saved as a provisional note: it is available to future runs now and will be "

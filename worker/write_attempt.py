@@ -77,9 +77,11 @@ class WriteAttempt:
     content_hash: str = ""
     neighbours: queries.ScopeNeighbours | None = None
     # Set by recognize_correction: the run's own note this write replaces, and the other
-    # note of the scope it likely corrects (recorded; the Memory Manager resolves it).
+    # note of the scope it likely corrects, restates or refines (recorded, with the
+    # detector's relation; the Memory Manager resolves it).
     replaces_own: ReplacedOwn | None = None
     corrects_note_id: UUID | None = None
+    corrects_relation: str | None = None
     notices: list[str] = field(default_factory=list)
     # Set by admission: the write got through it (counts toward max_writes_per_run), with
     # this duplicate fingerprint; trace steps besides the write's own.

@@ -5,7 +5,8 @@ Active notes, oldest first, each judged only against notes of its own exact scop
   target (`consolidated_into_note_id`), target reinforced;
 * a recorded or judged correction of an older Active note → recency wins: the older note is
   `Revoked` (`superseded_by` the newer) — or, if Immutable/Protected, flagged for review;
-* a refinement (same fact, more specific) → replaces the older note (`Archived`);
+* a recorded or judged refinement (same fact, more specific) → replaces the older note
+  (`Archived`); a recorded restatement is archived into the older note like a duplicate;
 * an expired provisional note → `Archived` (never promoted after its TTL);
 * everything else → `Active`, TTL cleared, decay clock started.
 
@@ -37,6 +38,7 @@ from db.queries.manager import (
     lock_notes,
     lock_scopes,
 )
+from worker.corrections import Relation, classify
 from worker.manager.deps import PhaseDeps, bump
 from worker.manager.judge import CycleJudge, PairRelation
 
@@ -136,14 +138,24 @@ class HardeningPlan:
         if exact is not None:
             self._deduplicate(note, exact, "exact restatement after normalization", "exact")
             return
-        # The note this one was recorded as correcting: an Active note found by the query, or
-        # a note hardened earlier in this very batch (still Provisional in the database).
+        # The note this one was recorded as correcting, restating or refining at write time:
+        # an Active note found by the query, or a note hardened earlier in this very batch
+        # (still Provisional in the database). Resolved by the same deterministic detector
+        # that recorded it, whatever their similarity: never a model call.
         recorded = next((c for c in pool if c.kind == "corrects"
                          or (note.corrects_note_id is not None
                              and c.id == note.corrects_note_id)), None)
-        if recorded is not None and self._contradiction(note, recorded,
-                                                        "recorded correction at write"):
-            return
+        if recorded is not None:
+            relation = classify(recorded.note, note.note, recorded.similarity).relation
+            if relation is Relation.PARAPHRASE:
+                self._deduplicate(note, recorded, "recorded restatement at write", "detector")
+                return
+            if relation is Relation.REFINEMENT:
+                self._retire(recorded.id, note.id, status=NoteStatus.ARCHIVED.value,
+                             action="archived", reason="recorded refinement at write",
+                             tier=recorded.protection_tier)
+            elif self._contradiction(note, recorded, "recorded correction at write"):
+                return
         near = sorted((c for c in pool if c.kind == "near" and c.similarity is not None
                        and c.similarity >= self.similarity_floor
                        and (recorded is None or c.id != recorded.id)),
