@@ -109,33 +109,47 @@ def _ranked_notes(request: RequestScope, config: ScopeConfig, *, by_scope: bool,
             for row in rows]
 
 
-@lru_cache(maxsize=256)
-def _ordered_sql(levels: tuple[tuple[bool, bool, bool], ...], predicate: str,
-                 by_scope: bool) -> str:
-    """Recent (newest first) or All (most specific scope first, then newest), in the same two
-    steps as the ranking: (id, status, created_at, level) of every visible-level row from the
-    lattice indexes (index-only from notes_vector_idx, which carries created_at), then per
-    status the rows best first, each read and checked by the scope predicate, until
-    :per_status qualified."""
-    key = "c.rank_level, c.created_at DESC, c.id" if by_scope else "c.created_at DESC, c.id"
-    order = ("SELECT n.id, n.status, n.created_at, {rank} AS rank_level FROM notes n "
-             "WHERE {level} AND {injectable} AND {part} "
-             "AND (n.expires_at IS NULL OR n.expires_at > :now)")
-    rank = "\nUNION ALL\n".join(
-        order.format(rank=LEVEL_RANK[level], level=level_condition(level),
-                     injectable=INJECTABLE_SQL, part=part)
+def _lattice_branches(levels: tuple[tuple[bool, bool, bool], ...], select: str,
+                      where: str = "") -> str:
+    """Step 1 of every candidate query: one branch per (lattice level, lattice index) over
+    unexpired injectable rows — index-only from notes_vector_idx, then the rest index
+    (normally no row with an embedding). `select` may use {rank}, the level's rank. Flat on
+    purpose: nesting the parts over a shared level list makes a shorter text but adds
+    projection layers that cost more (~0.3 ms at 1,300 rows) than the longer text."""
+    return "\nUNION ALL\n".join(
+        f"SELECT {select.format(rank=LEVEL_RANK[level])} FROM notes n "
+        f"WHERE {level_condition(level)} AND {INJECTABLE_SQL} AND {part}{where} "
+        "AND (n.expires_at IS NULL OR n.expires_at > :now)"
         for level in levels for part in NOTE_LATTICE_PARTS
     )
-    columns = qualified(NOTE_COLUMNS)
-    fetch = "\nUNION ALL\n".join(f"""(
-    SELECT {columns}, NULL::float8 AS similarity, {CORRECTED_SQL} AS corrected, c.rank_level
-    FROM (SELECT c.id, c.created_at, c.rank_level FROM ordered c
-          WHERE c.status = '{status.value}' ORDER BY {key}) AS c
+
+
+def _fetch_in_order(source: str, carried: str, output: str, key: str, predicate: str) -> str:
+    """Step 2, per status: walk `source` in `key` order, read each row and apply the scope
+    predicate until :per_status qualified. LATERAL makes it a nested loop over the sorted
+    rows, so the heap is read only for the rows walked; the ORDER BY makes the limit exact
+    whatever the plan."""
+    return "\nUNION ALL\n".join(f"""(
+    SELECT {qualified(NOTE_COLUMNS)}, {output}, {CORRECTED_SQL} AS corrected
+    FROM (SELECT {carried} FROM {source} c WHERE c.status = '{status.value}'
+          ORDER BY {key}) AS c
     CROSS JOIN LATERAL (SELECT n.* FROM notes n WHERE n.id = c.id AND {predicate}) AS n
     ORDER BY {key}
     LIMIT :per_status)""" for status in INJECTABLE_STATUSES)
+
+
+@lru_cache(maxsize=256)
+def _ordered_sql(levels: tuple[tuple[bool, bool, bool], ...], predicate: str,
+                 by_scope: bool) -> str:
+    """Recent (newest first) or All (most specific scope first, then newest), in the ranking's
+    two steps: (id, status, created_at, level) of every visible-level row from the lattice
+    indexes (notes_vector_idx carries created_at), then the rows in order per status."""
+    key = "c.rank_level, c.created_at DESC, c.id" if by_scope else "c.created_at DESC, c.id"
+    ordered = _lattice_branches(levels, "n.id, n.status, n.created_at, {rank} AS rank_level")
+    fetch = _fetch_in_order("ordered", "c.id, c.created_at, c.rank_level",
+                            "NULL::float8 AS similarity, c.rank_level", key, predicate)
     final = "rank_level, created_at DESC, id" if by_scope else "created_at DESC, id"
-    return f"WITH ordered AS MATERIALIZED (\n{rank}\n)\n{fetch}\nORDER BY {final}"
+    return f"WITH ordered AS MATERIALIZED (\n{ordered}\n)\n{fetch}\nORDER BY {final}"
 
 
 @lru_cache(maxsize=256)
@@ -147,34 +161,17 @@ def _statement(sql: str) -> TextClause:
 
 @lru_cache(maxsize=256)
 def _relevant_sql(levels: tuple[tuple[bool, bool, bool], ...], predicate: str) -> str:
-    # Step 1: (id, status, similarity) of every row in the visible lattice levels, one branch
-    # per (level, part): notes_vector_idx index-only, then the rest index (normally no row
-    # with an embedding). Flat on purpose: nesting the parts over a shared level list makes a
-    # shorter text but adds projection layers that cost more (~0.3 ms at 1,300 rows) than
-    # re-parsing the long text in psycopg (~0.2 ms).
-    rank = "\nUNION ALL\n".join(
-        "SELECT n.id, n.status, 1 - (n.embedding <=> CAST(:query AS vector)) AS similarity "
-        f"FROM notes n WHERE {level_condition(level)} AND {INJECTABLE_SQL} "
-        f"AND {part} AND n.embedding_model = :model AND vector_dims(n.embedding) = :dims "
-        "AND (n.expires_at IS NULL OR n.expires_at > :now)"
-        for level in levels for part in NOTE_LATTICE_PARTS
-    )
+    # Step 1: (id, status, similarity) of every row in the visible lattice levels.
+    rank = _lattice_branches(
+        levels, "n.id, n.status, 1 - (n.embedding <=> CAST(:query AS vector)) AS similarity",
+        " AND n.embedding_model = :model AND vector_dims(n.embedding) = :dims")
     # Only rows at or above the similarity floor are kept (typically a handful of ~1,300).
     # OFFSET 0 keeps the filter above the union: pushed into each branch, Postgres would
     # compute every distance twice (filter and output).
     ranked = (f"SELECT * FROM ({rank}\nOFFSET 0) AS r "
               "WHERE r.similarity >= :min_similarity")
-    # Step 2, per status: best first, read the row and apply the scope predicate until
-    # :per_status qualified. LATERAL makes it a nested loop over the sorted ranking, so the
-    # heap is read only for the rows walked; the ORDER BY makes the limit exact whatever plan.
-    columns = qualified(NOTE_COLUMNS)
-    fetch = "\nUNION ALL\n".join(f"""(
-    SELECT {columns}, c.similarity, {CORRECTED_SQL} AS corrected
-    FROM (SELECT c.id, c.similarity FROM ranked c WHERE c.status = '{status.value}'
-          ORDER BY c.similarity DESC, c.id) AS c
-    CROSS JOIN LATERAL (SELECT n.* FROM notes n WHERE n.id = c.id AND {predicate}) AS n
-    ORDER BY c.similarity DESC, c.id
-    LIMIT :per_status)""" for status in INJECTABLE_STATUSES)
+    fetch = _fetch_in_order("ranked", "c.id, c.similarity", "c.similarity",
+                            "c.similarity DESC, c.id", predicate)
     return f"WITH ranked AS MATERIALIZED (\n{ranked}\n)\n{fetch}\nORDER BY similarity DESC, id"
 
 
