@@ -115,43 +115,30 @@ class Database:
     def __init__(self, url: str, *, pool_size: int = 4) -> None:
         self.url = url
         self.pool_size = pool_size
-        self._engine: Engine | None = None
-        self._generic_engine: Engine | None = None
+        self._engines: dict[bool, Engine] = {}  # generic_plans -> engine
         self._pid = 0
         self._lock = threading.Lock()
 
-    def _current(self) -> None:
-        """Engines belong to the process that made them: after a fork, start afresh."""
+    def _engine(self, generic_plans: bool) -> Engine:
+        """This process's engine of the kind; after a fork, the parent's are dropped (their
+        sockets not closed: they belong to the parent) and new ones made on first use."""
         pid = os.getpid()
-        if self._pid != pid:
+        engine = self._engines.get(generic_plans) if self._pid == pid else None
+        if engine is None:
             with self._lock:
                 if self._pid != pid:
-                    for engine in (self._engine, self._generic_engine):
-                        if engine is not None:
-                            # Inherited across fork: drop the parent's sockets, do not close them.
-                            engine.dispose(close=False)
-                    self._engine = self._generic_engine = None
-                    self._pid = pid
+                    for inherited in self._engines.values():
+                        inherited.dispose(close=False)
+                    self._engines, self._pid = {}, pid
+                engine = self._engines.get(generic_plans)
+                if engine is None:
+                    engine = self._engines[generic_plans] = make_engine(
+                        self.url, pool_size=self.pool_size, generic_plans=generic_plans)
+        return engine
 
     @property
     def engine(self) -> Engine:
-        self._current()
-        if self._engine is None:
-            with self._lock:
-                if self._engine is None:
-                    self._engine = make_engine(self.url, pool_size=self.pool_size)
-        return self._engine
-
-    @property
-    def generic_engine(self) -> Engine:
-        """Connections that always use generic plans: only for statements built for them."""
-        self._current()
-        if self._generic_engine is None:
-            with self._lock:
-                if self._generic_engine is None:
-                    self._generic_engine = make_engine(self.url, pool_size=self.pool_size,
-                                                       generic_plans=True)
-        return self._generic_engine
+        return self._engine(False)
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -168,16 +155,14 @@ class Database:
     def read(self, *, generic_plans: bool = False) -> Iterator[Connection]:
         """Autocommit, for read-only work: no BEGIN/ROLLBACK round trips around the reads.
         generic_plans: a connection that never re-plans (the memory context's reads)."""
-        engine = self.generic_engine if generic_plans else self.engine
-        with engine.connect() as conn:
+        with self._engine(generic_plans).connect() as conn:
             yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
     def dispose(self, *, close: bool = True) -> None:
         """Drop the pools. close=False in a forked child: the sockets belong to the parent."""
-        for engine in (self._engine, self._generic_engine):
-            if engine is not None:
-                engine.dispose(close=close)
-        self._engine = self._generic_engine = None
+        for engine in self._engines.values():
+            engine.dispose(close=close)
+        self._engines = {}
 
 
 _databases: dict[str, Database] = {}
