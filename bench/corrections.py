@@ -85,6 +85,9 @@ DATA = ROOT / "tests" / "data"
 # name -> (file, role). The first is the newest set written blind that the bench may read
 # (tuned on in round 6; held-out set 6 is scored by its owner only).
 FILES = {
+    "held-out set 7": (DATA / "correction_pairs_holdout7.tsv",
+                       "written blind before round 7 began; scored blind on round 6 (below); "
+                       "tuning data in round 7"),
     "held-out set 6": (DATA / "correction_pairs_holdout6.tsv",
                        "HEADLINE: written blind before round-6 tuning began and never used "
                        "in it: the current detector's blind score (its one blind wrong merge, "
@@ -130,6 +133,10 @@ BLIND_AT_FREEZE = [
      "0.50 (20/40) / 0.38 (15/40)", "0.43 (13/30)", "1 of 45 / 1 of 45"],
     ["held-out set 6 (160)", "round 6 (current; its wrong merge then fixed)", "0.78 (35/45)",
      "0.78 (35/45)", "0.55 (22/40) / 0.42 (17/40)", "0.70 (21/30)", "1 of 45 / 1 of 45"],
+    ["held-out set 7 (160)", "round 6 (with that fix)", "0.73 (33/45)", "0.78 (35/45)",
+     "0.35 (14/40) / 0.25 (10/40)", "0.77 (23/30)", "2 of 45 / 2 of 45"],
+    ["held-out set 8 (160)", "round 6 (with that fix)", "0.51 (23/45)", "0.58 (26/45)",
+     "0.20 (8/40) / 0.10 (4/40)", "0.40 (12/30)", "0 of 45 / 0 of 45"],
 ]
 BASELINE_SAME = 0.85
 
