@@ -206,6 +206,10 @@ EQUIVALENCES: tuple[tuple[str, str], ...] = (
     # "every Monday" = "on Mondays", "each morning" = "in the morning".
     (r"\b(?:every|each) (monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekday|"
      r"weekend|morning|afternoon|evening)\b", r" on \1 "),
+    # Reporting line: "reports to Tomás" names the manager ("manager is Tomás").
+    # (only after a person: "likes reports to include tables" is about documents)
+    (r"\b(user|i|they|he|she|we|who)\s+(?:now |still |directly )?reports? (?:directly )?to\b",
+     r" \1 manager is "),
     # Hometown.
     (r"\bgrew up in\b|\b(?:is|are|am|was|comes?) originally from\b", " hometown is "),
     # Tolerance reads as liking: "is fine with phone calls now" answers "dislikes calls".

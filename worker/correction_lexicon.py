@@ -197,6 +197,13 @@ IRREGULAR = {
     "seen": "see", "won": "win", "lost": "lose", "swam": "swim", "did": "do",
 }
 
+# Simple past forms of irregular verbs (and "was"/"were"): a note led by one tells what was.
+PAST_FORMS = _words(
+    "was were had went flew drove ran wrote made took sold bought got sent left ate drank spoke "
+    "knew began kept gave built paid drew chose told taught brought caught held met saw won "
+    "lost swam did grew"
+)
+
 # Past tenses of things one does again and again (trips, visits, races, meetings): the same
 # event on another date is another occasion, not a corrected date ("visited Japan in 2019" /
 # "in 2023"). Verbs of once-only events (born, married, graduated) are not here.

@@ -74,6 +74,9 @@ class Note:
     names: frozenset[str] = frozenset()  # canonical words capitalized inside a sentence
     instruction: bool = False  # an imperative to the assistant ("Use metric units")
     whole: bool = False  # speaks of all of the user's things of a kind ("all of their tasks")
+    # The main verb is a simple past ("Learned French in high school"): the note tells what
+    # was, so a later "now"/"currently" about the same activity adds to it, not replaces it.
+    past: bool = False
 
     @property
     def content(self) -> frozenset[str]:
@@ -179,6 +182,9 @@ _INSTRUCTION = re.compile(r"^\W*(?:please |always |never |do not |don'?t )?(?:us
 # value ("in Todoist" replaces it).
 _WHOLE = re.compile(r"\ball (?:of )?(?:their|my|his|her|our|the user's) ")
 _PAST_EVENT = re.compile(r"\b(?:" + "|".join(sorted(lx.PAST_EVENT_VERBS)) + r")\b")
+_MAIN_VERB = re.compile(r"^\W*(?:(?:the )?user|i|they|he|she|we)?\s*([a-z]+)\b")
+_NOT_PAST = frozenset({"need", "speed", "feed", "breed", "embed", "bed", "red", "shed", "seed",
+                       "based", "used"})
 _ACRONYM = re.compile(r"\b[A-Z]{2,6}\b")
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][a-z]+\b")
 # Passive voice, one clause: "the rent was raised by user landlord" -> "user landlord raised
@@ -246,7 +252,16 @@ def parse(text: str) -> Note:
                 frozenset(against) - GENERIC, own, bool(_PAST_EVENT.search(lower)),
                 frozenset(a.lower() for a in _ACRONYM.findall(text[:MAX_TEXT_CHARS])),
                 frozenset(lx.canon(n.lower()) for n in _NAME.findall(text[:MAX_TEXT_CHARS])),
-                bool(_INSTRUCTION.match(lower)), bool(_WHOLE.search(lower)))
+                bool(_INSTRUCTION.match(lower)), bool(_WHOLE.search(lower)), _past(lower))
+
+
+def _past(lower: str) -> bool:
+    """Whether the note's first word after its subject is a simple past verb."""
+    match = _MAIN_VERB.match(lower)
+    word = match[1] if match else ""
+    if word in _NOT_PAST:
+        return False
+    return (len(word) >= 5 and word.endswith("ed")) or word in lx.PAST_FORMS
 
 
 # --- Alignment -------------------------------------------------------------------------------

@@ -89,6 +89,10 @@ CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 # Explicit rejection of a value: "Mochi, not Miso", "not Notion but Obsidian", "instead of
 # PDF", "switched from VS Code to Neovim". Group 1 is the rejected value.
 _VALUE = r"((?:[\w$€£+./:-]+\s*){1,3}?)"
+_DET = r"(?:the |my |their |his |her |our |its |a |an )?"
+# Where a left value ends: punctuation, the end, or the next clause or qualifier.
+_END = (r"(?=\s*(?:[,.;!]|$)|\s+(?:and|but|to|for|in|at|after|last|this|since|because|"
+        r"when|program|course|account|subscription|plan)\b)")
 REJECTIONS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bnot\s+" + _VALUE + r"\s*,?\s*but\b"),
     re.compile(r"\binstead of\s+" + _VALUE + r"(?=[,.;!]|$)"),
@@ -105,7 +109,20 @@ REJECTIONS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\b(?:replac(?:ed|es|e|ing))\s+" + _VALUE + r"\s+with\b"),
     re.compile(r"\b(?:trad(?:ed|es|e|ing)(?: in)?|swap(?:ped|s)?|exchang(?:ed|es|e))\s+"
                + _VALUE + r"\s+for\b"),
+    # Leaving a tool, provider or program: "migrated off Jira", "I'm off Notion", "moved away
+    # from AWS", "withdrew from the MBA", "closed the Chase account", "dropped Zendesk for".
+    re.compile(r"\b(?:migrat|mov|switch|got|came)(?:ed|es|e|ing)? (?:off(?: of)?|away from)\s+"
+               + _DET + _VALUE + _END),
+    re.compile(r"\b(?:i am|user is|they are|he is|she is|we are|team is) (?:off|done with)\s+"
+               + _DET + _VALUE + _END),
+    re.compile(r"\bwithdr(?:ew|awn|aws|aw|awing) from\s+" + _DET + _VALUE + _END),
+    re.compile(r"\bclos(?:ed|es|e|ing) (?:down )?" + _DET + _VALUE
+               + r"\s*(?:bank |checking |savings |brokerage )?accounts?\b"),
 )
+
+# Markers read from a verb of change alone ("raised ... to", "reassigned", "down to"): with
+# another subject in front they speak of another thing ("Basic plan price raised to $12").
+CHANGE_VERB_MARKERS = frozenset({"adjusted", "reassigned", "down_to"})
 
 # Correction markers, searched in the lower-cased text and removed before tokenizing. A marker
 # only counts when the later note has it and the earlier does not.
@@ -139,6 +156,16 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("changed_to", r"\bchang(?:ed|es|e) (?=(?:\w+ ){0,4}to\b)|\b(?:went|gone|goes|go) "
                        r"(?:up|down) to\b|\b(?:increased|decreased|raised|lowered|rose|fell|"
                        r"dropped|reduced|grew) to\b"),
+        ("down_to", r"\bdown to(?=\s+\$?\d)|\b(?:is|are|was|were) up to(?=\s+\$?\d)"),
+        # The slot stands between the verb and the new amount ("lowered the savings target to
+        # $5,000", "raised the Pro plan price to $20"): it stays, and the amount becomes its value.
+        ("adjusted", r"\b(?:increased|decreased|raised|lowered|reduced|cut|bumped|upped|extended|"
+                     r"shortened|trimmed|capped) (?P<keep>(?:(?!to\b)[\w$'#.-]+ ){1,4}?)to\b"
+                     r"(?=\s+\S)"),
+        # A thing handed to another owner, or renamed or repriced: "reassigned to the database
+        # team" says "assigned to" anew.
+        ("reassigned", r"\bre-?(?=(?:assign|nam|brand|pric|allocat|rout|categoriz|classifi|"
+                       r"label)(?:ed|es|e|ing)?\b)"),
         ("relocated", r"\b(?:relocated|relocating|moved|moving|moves) (?:\w+ ){0,2}?"
                       r"(?:back )?to\b"),
         # A person who transfers goes elsewhere ("transferred to Cedar Ridge Academy"); money
@@ -202,6 +229,8 @@ def _marker_replacement(name: str) -> Callable[[re.Match[str]], str]:
     def replace(match: re.Match[str]) -> str:
         if name == "relocated":
             return f" {RELOCATE} "
+        if name == "adjusted":
+            return f" {match['keep']} is "
         return f" {match.groupdict().get('keep') or ''} "
     return replace
 

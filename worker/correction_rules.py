@@ -111,7 +111,13 @@ def value_change(e: _Note, block: _Block, markers: bool,
     # is a doctor" / "a lawyer") is still about the same one.
     many = bool(subject) and subject[-1] in _MANY and not set(subject) & _ONE and all(
         t in e.names or t in names for t in (*es, *ls)) and not respelled(es, ls)
-    if head_slot and not any(t in _MULTI for t in head) and not many:
+    # "hometown is Melbourne" -> "went to university in Sydney": a new noun with a preposition
+    # of its own opens another slot, the place is no longer the hometown's.
+    # (a verb before the preposition is how the value changed: "was extended to 15 September")
+    objects = [b for a, b in zip(block.later, block.later[1:], strict=False) if a.startswith("@")]
+    framed = not preps_e and any(_is_content(t) and not lx.value_classes(t) and t not in es
+                                 and t not in _GENERIC for t in objects)
+    if head_slot and not any(t in _MULTI for t in head) and not many and not framed:
         return "slot_value_change"  # "<slot> is X" -> "<slot> is Y" (not "has a dog named X")
     # "lives in France" / "lives in a nice house": the kind of home is no rival of the place
     dwelling = [bool(_DWELLING & lx.value_classes(t)) for t in (*es, *ls)]
@@ -227,3 +233,23 @@ def roles_swapped(old: _Note, new: _Note) -> bool:
         if None not in (*a, *b) and a != b:
             return True
     return False
+
+
+
+def other_subject(old: _Note, new: _Note) -> bool:
+    """Both notes open with different words and differ again later ("Ticket #101 is assigned
+    to Dana" / "Ticket #202 ... to Omar", "Pro plan costs $20" / "Basic plan price is $12",
+    "Production runs Postgres 14" / "Staging was upgraded to Postgres 16"): the value belongs
+    to another thing, so a marker with a rival value is no correction of the earlier one."""
+    e_content, l_content = old.content, new.content
+    swaps, mixed = [], False
+    for block in cp.blocks(old.tokens, new.tokens, False):
+        es = set(_content(block.earlier)) - _GENERIC - l_content
+        ls = set(_content(block.later)) - _GENERIC - e_content
+        swaps.append(bool(es and ls) and block.start <= 1 and block.later_start <= 1)
+        # one span that swaps both a named thing and its value ("Dog Max weighs 30" / "Cat
+        # Luna is 4")
+        mixed = mixed or (len(swaps) == 1 and all(
+            any(not lx.value_classes(t) for t in side) and any(map(lx.value_classes, side))
+            for side in (es, ls)))
+    return bool(swaps) and swaps[0] and (len(swaps) >= 2 or mixed)

@@ -96,7 +96,9 @@ def _verdict(relation: Relation, confidence: float, signals: list[str]) -> Verdi
 def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     old, new = mn.fold_acronyms(old, new)  # "NDA" / "non-disclosure agreement"
     fresh = new.markers - old.markers  # a marker counts only if the later note brings it
-    strong, weak = bool(fresh & _STRONG_NAMES), "now" in fresh
+    # ("now" against a note told in the past, "learned French in school" / "is currently
+    # learning Korean", contrasts then with now: both hold)
+    strong, weak = bool(fresh & _STRONG_NAMES), "now" in fresh and not (old.past and not new.past)
     additive = "additive" in new.markers
     anchors = (old.content & new.content) - _GENERIC  # before the relocation rewrite below
     signals = [name for name, fired in (("correction_marker", strong), ("weak_marker", weak),
@@ -190,7 +192,13 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     bare = not {t for t in l_only if not lx.value_classes(t)} & (_EXCLUSIVE | _MULTI | _LIGHT)
     # (a date that comes with the new value is no verb of its own: "got married last spring")
     undated = {t for t in l_content - {_RELOCATE} if not mn.dating(t)}
-    if conflict and marked and (anchors or fragment or (bare and len(undated) <= 2)):
+    # (a marker about another thing of the same kind, "Basic plan price raised to $12" after
+    # "Pro plan costs $20", corrects nothing)
+    change_verb = fresh & pt.CHANGE_VERB_MARKERS
+    elsewhere = bool(change_verb) and not (fresh & _STRONG_NAMES) - change_verb and (
+        rl.other_subject(old, new))
+    if conflict and marked and not elsewhere and (
+            anchors or fragment or (bare and len(undated) <= 2)):
         return _verdict(Relation.CORRECTION, 0.8, [*signals, "class_value_change"])
     if flip and agrees and not strong:
         if e_content == l_content:
@@ -279,7 +287,7 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     # verb is the only word in common.
     frame = len(changes) == 1 and changes[0].start > 0 and (
         bool(old.verbs & new.verbs) or old.tokens[:changes[0].start] == (_BE,))
-    marked_topic = (anchors or frame) and not additive and related and not (
+    marked_topic = (anchors or frame) and not additive and related and not elsewhere and not (
         {"object_swap", "slot_mismatch"} & set(signals))
     if strong and marked_topic:
         return _verdict(Relation.CORRECTION, 0.75, [*signals, "marker_on_shared_topic"])
