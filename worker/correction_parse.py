@@ -77,6 +77,9 @@ class Note:
     # The main verb is a simple past ("Learned French in high school"): the note tells what
     # was, so a later "now"/"currently" about the same activity adds to it, not replaces it.
     past: bool = False
+    # The named thing the note is about when it opens with one before its verb ("Production
+    # runs Postgres 14", "Staging was upgraded to ..."): "" for the user, a person or none.
+    lead: str = ""
 
     @property
     def content(self) -> frozenset[str]:
@@ -184,7 +187,8 @@ _WHOLE = re.compile(r"\ball (?:of )?(?:their|my|his|her|our|the user's) ")
 _PAST_EVENT = re.compile(r"\b(?:" + "|".join(sorted(lx.PAST_EVENT_VERBS)) + r")\b")
 _MAIN_VERB = re.compile(r"^\W*(?:(?:the )?user|i|they|he|she|we)?\s*([a-z]+)\b")
 _NOT_PAST = frozenset({"need", "speed", "feed", "breed", "embed", "bed", "red", "shed", "seed",
-                       "based", "used"})
+                       "based", "preferred", "favored", "favoured", "licensed", "certified",
+                       "qualified"})  # mostly adjectives: a state
 _ACRONYM = re.compile(r"\b[A-Z]{2,6}\b")
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][a-z]+\b")
 # Passive voice, one clause: "the rent was raised by user landlord" -> "user landlord raised
@@ -252,16 +256,51 @@ def parse(text: str) -> Note:
                 frozenset(against) - GENERIC, own, bool(_PAST_EVENT.search(lower)),
                 frozenset(a.lower() for a in _ACRONYM.findall(text[:MAX_TEXT_CHARS])),
                 frozenset(lx.canon(n.lower()) for n in _NAME.findall(text[:MAX_TEXT_CHARS])),
-                bool(_INSTRUCTION.match(lower)), bool(_WHOLE.search(lower)), _past(lower))
+                bool(_INSTRUCTION.match(lower)), bool(_WHOLE.search(lower)), _past(lower),
+                _lead(lower))
+
+
+# A thing-subject: up to three words before a copula, an auxiliary or a verb of use or change.
+# Only such verbs count, so a note that opens with its own verb ("Uses Windows", "Takes 20 mg")
+# has no subject here.
+_LEAD = re.compile(
+    r"^\W*(?:the |our |a |an |this |that )?(?P<lead>(?:[\w#.+-]+ ){0,2}?[\w#.+-]+) "
+    r"(?:is|are|was|were|has|have|had|will|got|gets|now|runs?|uses?|hosts?|handles?|stores?|"
+    r"costs?|switched|upgraded|downgraded|migrated|moved|changed|replaced|raised|lowered|"
+    r"increased|decreased|reassigned|renamed|repriced|went|goes)\b")
+# Leads that are the user, a person or a pronoun: a subject of the user's own facts, which
+# markers may well correct under another wording ("User's layout is" / "User switched to").
+_NOT_LEAD = frozenset({"i", "user", "user's", "they", "he", "she", "we", "my", "their", "his",
+                       "her", "our", "it", "customer", "client", "person", "someone"})
+_JOINERS = frozenset({"and", "or", "with", "but", "in", "at", "on", "for", "to"})
+_OPENING_VERBS = frozenset({
+    "uses", "runs", "drives", "takes", "works", "lives", "has", "keeps", "gets", "makes", "does",
+    "goes", "holds", "owns", "prefers", "likes", "loves", "wants", "needs", "enjoys", "plays",
+    "reads", "speaks", "eats", "drinks", "watches", "visits", "writes", "builds", "handles",
+    "manages", "hosts", "stores", "pays", "buys", "sells", "wears", "rents", "leases", "studies",
+    "teaches", "learns", "is", "are", "was", "were"})
+
+
+def _lead(lower: str) -> str:
+    match = _LEAD.match(lower)
+    if not match:
+        return ""
+    words = match["lead"].split()
+    first = words[0]
+    if set(words) & _NOT_LEAD or lx.canon(first) in lx.SUBJECT_WORDS | lx.PERSON_NOUNS or (
+            set(words) & _JOINERS or first in lx.PAST_FORMS or first.endswith("ed")
+            or first in _OPENING_VERBS):
+        return ""  # a note that opens with its verb ("Uses Windows and has a Mac")
+    return " ".join(words)
 
 
 def _past(lower: str) -> bool:
     """Whether the note's first word after its subject is a simple past verb."""
     match = _MAIN_VERB.match(lower)
     word = match[1] if match else ""
-    if word in _NOT_PAST:
-        return False
-    return (len(word) >= 5 and word.endswith("ed")) or word in lx.PAST_FORMS
+    if word in _NOT_PAST or (word == "used" and re.match(r"^\W*(?:\w+ )?used to\b", lower)):
+        return False  # "used to" is a reversal marker: no longer, not only before
+    return (len(word) >= 5 and word.endswith("ed")) or word in lx.PAST_FORMS or word == "used"
 
 
 # --- Alignment -------------------------------------------------------------------------------

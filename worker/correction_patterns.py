@@ -146,7 +146,7 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("from_now_on", r"\bfrom now on\b|\bgoing forward\b|\bfrom here on\b"),
         # The word between "switched" and "to" is the slot and stays ("switched mains to Ana");
         # so does the plural after a past "changed" ("changed lawyers": a new one).
-        ("switched", r"\b(?:switch|upgrade|downgrade)(?:ed|d|es|s|ing)? "
+        ("switched", r"\b(?:switch|upgrade|downgrade|migrate)(?:ed|d|es|s|ing)? "
                      r"(?P<keep>(?:(?!(?:over|back|to|from)\b)\w+ ){0,3})(?:over |back )?"
                      r"(?:to|from)\b"
                      r"|\b(?:changed|switched|swapped) (?:(?:my|their|his|her|our) )?"
@@ -193,7 +193,8 @@ REVERSALS = re.compile(
     r"given up(?: on)?|sold|ditched|(?:gave|give|given|giving) away|(?:got|gets|get|getting) "
     r"rid of|(?:threw|throws|thrown) (?:out|away)|dropped(?! to\b)|cancel+ed|skip|skips|"
     r"skipped|omit|omits|"
-    r"omitted|leave out|left(?= (?!side\b|hand\b|of\b|or\b|and\b|to\b|aligned\b)\w)|"
+    r"omitted|leave out|(?:is|are|am|was|were|be) (?:done|finished|through) with|"
+    r"left(?= (?!side\b|hand\b|of\b|or\b|and\b|to\b|aligned\b)\w)|"
     r"turn(?:ed|s|ing)? off|switch(?:ed|es|ing)? off|"
     r"(?<!is )(?<!are )(?<!am )(?<!was )(?<!were )(?<!got )(?<!get )used to)\b(?!-\w)"
 )

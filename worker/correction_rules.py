@@ -253,3 +253,17 @@ def other_subject(old: _Note, new: _Note) -> bool:
             any(not lx.value_classes(t) for t in side) and any(map(lx.value_classes, side))
             for side in (es, ls)))
     return bool(swaps) and swaps[0] and (len(swaps) >= 2 or mixed)
+
+
+def other_lead(old: _Note, new: _Note) -> bool:
+    """Both notes open with a named thing of their own and the things differ ("Production runs
+    Postgres 14" / "Staging was upgraded to Postgres 16", "Team A uses Jira" / "Team B switched
+    to Linear"): a marker then speaks of the other thing. The user, people and notes that open
+    with their verb have no lead, so "User's layout is QWERTY" / "User switched to Dvorak"
+    stays a correction."""
+    if not (old.lead and new.lead) or old.lead == new.lead:
+        return False
+
+    def within(lead: str, note: _Note) -> bool:
+        return {lx.canon(w) for w in lead.split()} <= set(note.tokens)
+    return not within(old.lead, new) and not within(new.lead, old)

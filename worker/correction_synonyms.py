@@ -9,6 +9,8 @@ applies the phrase rewrites before the knowledge idioms of `correction_knowledge
 
 from __future__ import annotations
 
+from worker import correction_vocabulary as vocabulary
+
 # One word -> its canonical word. Plural and inflected forms meet through the stemmer, so only
 # the base form is listed unless the stemmer cannot reach it.
 SYNONYMS = {
@@ -177,3 +179,5 @@ PHRASES: tuple[tuple[str, str], ...] = (
 )
 
 SYNONYMS |= AGENT_NOUNS  # "plays guitarist" (rewritten "is a guitarist") = "plays guitar"
+SYNONYMS |= vocabulary.SYNONYMS
+PHRASES += vocabulary.PHRASES

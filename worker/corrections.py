@@ -96,6 +96,10 @@ def _verdict(relation: Relation, confidence: float, signals: list[str]) -> Verdi
 def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     old, new = mn.fold_acronyms(old, new)  # "NDA" / "non-disclosure agreement"
     fresh = new.markers - old.markers  # a marker counts only if the later note brings it
+    if old.past and not new.past:
+        # "now uses macOS" after "Used Windows at the old job": the earlier note already told
+        # of a past situation, so the present one sits beside it.
+        fresh -= {"now_pref"}
     # ("now" against a note told in the past, "learned French in school" / "is currently
     # learning Korean", contrasts then with now: both hold)
     strong, weak = bool(fresh & _STRONG_NAMES), "now" in fresh and not (old.past and not new.past)
@@ -195,8 +199,8 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     # (a marker about another thing of the same kind, "Basic plan price raised to $12" after
     # "Pro plan costs $20", corrects nothing)
     change_verb = fresh & pt.CHANGE_VERB_MARKERS
-    elsewhere = bool(change_verb) and not (fresh & _STRONG_NAMES) - change_verb and (
-        rl.other_subject(old, new))
+    elsewhere = (bool(change_verb) and not (fresh & _STRONG_NAMES) - change_verb and (
+        rl.other_subject(old, new))) or (bool(strong or weak) and rl.other_lead(old, new))
     if conflict and marked and not elsewhere and (
             anchors or fragment or (bare and len(undated) <= 2)):
         return _verdict(Relation.CORRECTION, 0.8, [*signals, "class_value_change"])
