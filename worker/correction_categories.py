@@ -231,7 +231,11 @@ CATEGORIES = {
     # Medications and conditions.
     "medication medicine drug pill": "+ibuprofen paracetamol acetaminophen aspirin "
                                      "metformin insulin statin antihistamine "
-                                     "antidepressant inhaler sertraline",
+                                     "antidepressant inhaler sertraline amlodipine "
+                                     "lisinopril losartan metoprolol atorvastatin "
+                                     "simvastatin levothyroxine omeprazole albuterol "
+                                     "gabapentin prednisone amoxicillin fluoxetine "
+                                     "escitalopram cetirizine loratadine montelukast",
     "condition illness disease": "+asthma diabetic arthritis epilepsy migraine eczema "
                                  "hypertension celiac crohn psoriasis lupus adhd",
     "chronic": "+asthma diabetic arthritis epilepsy migraine eczema hypertension celiac crohn "

@@ -219,6 +219,24 @@ def _active(clause: str) -> str:
     return f" {match['agent']} {verb} {match['obj']} "
 
 
+_CITY, _STATE = lx.canon("city"), lx.canon("state")
+
+
+def _drop_city(tokens: list[str]) -> list[str]:
+    """ "New York City" is New York, "Mexico City" Mexico's capital: "city" after a known city
+    name adds nothing ("lives in New York City" / "based in NYC"). "State" after one names
+    another place (New York State is not New York City), so the two become one token that
+    neither refines nor restates the city."""
+    out: list[str] = []
+    for t in tokens:
+        if out and t in (_CITY, _STATE) and "city" in lx.value_classes(out[-1]):
+            if t == _STATE:
+                out[-1] = f"{out[-1]}_{t}"
+            continue
+        out.append(t)
+    return out
+
+
 @lru_cache(maxsize=4096)
 def parse(text: str) -> Note:
     t, markers, rejected = pt.extract_cues(pt.normalize(text[:MAX_TEXT_CHARS]))
@@ -229,6 +247,7 @@ def parse(text: str) -> Note:
     negated_objects: list[frozenset[str]] = []
     for clause in pt.CLAUSE_SPLIT.split(t):
         c_tokens, c_neg, c_subject, c_verbs = _tokenize(_active(clause))
+        c_tokens = _drop_city(c_tokens)
         starts.add(len(tokens))
         tokens += c_tokens
         subject |= c_subject

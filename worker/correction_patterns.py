@@ -122,7 +122,7 @@ REJECTIONS: tuple[re.Pattern[str], ...] = (
 
 # Markers read from a verb of change alone ("raised ... to", "reassigned", "down to"): with
 # another subject in front they speak of another thing ("Basic plan price raised to $12").
-CHANGE_VERB_MARKERS = frozenset({"adjusted", "reassigned", "down_to"})
+CHANGE_VERB_MARKERS = frozenset({"adjusted", "reassigned", "down_to", "moved_slot"})
 
 # Correction markers, searched in the lower-cased text and removed before tokenizing. A marker
 # only counts when the later note has it and the earlier does not.
@@ -166,6 +166,15 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # team" says "assigned to" anew.
         ("reassigned", r"\bre-?(?=(?:assign|nam|brand|pric|allocat|rout|categoriz|classifi|"
                        r"label)(?:ed|es|e|ing)?\b)"),
+        # The words between "moved" and "to" name what moved ("moved car insurance to
+        # Progressive", "moved the standup to 10am"): that slot stays and gets the new value.
+        # Household words ("moved the family to Denver") still say the user moved house, and
+        # the user's whole holdings ("moved everything to GCP", "their accounts to a credit
+        # union") are the user's choice moving: both stay relocations.
+        ("moved_slot", r"\b(?:moved|moving|moves) (?:the )?(?P<keep>(?!(?:home|house) to\b)"
+                       r"(?!(?:the|my|our|their|his|her|it|back|here|there|away|out|over|"
+                       r"abroad|family|kids|them|us|in|with|recently|just|finally|permanently|"
+                       r"all|everyone|everything)\b)\w+(?: \w+)?) to\b"),
         ("relocated", r"\b(?:relocated|relocating|moved|moving|moves) (?:\w+ ){0,2}?"
                       r"(?:back )?to\b"),
         # A person who transfers goes elsewhere ("transferred to Cedar Ridge Academy"); money
@@ -179,8 +188,12 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("back", r"\b(?:back (?:in|at|to|on)|returned to)\b"),
     )
 )
+# A leading "Since <event>" clause ("Since the reorg, the user reports to ...") dates a new
+# state as "now" does; the clause itself is no part of the fact.
 WEAK_MARKERS = re.compile(r"\bnow\b|\bthese days\b|\bnowadays\b|\bcurrently\b|\bagain\b"
-                          r"|\brecently\b|\blately\b|\blast (?:week|month|year)\b")
+                          r"|\brecently\b|\blately\b|\blast (?:week|month|year)\b"
+                          r"|^\W*since (?:the |a |an |my |their |our |his |her )?[\w-]+(?: [\w-]+)?"
+                          r"(?:\s*,\s*|\s+(?=(?:the user|user|i|they|he|she|we)\b))")
 ADDITIVE_MARKERS = re.compile(
     r"\balso\b|\btoo\b|\bas well\b|\badditionally\b|\bin addition\b|\bbesides\b|\banother\b"
     r"|\bboth\b|\bplus\b|\bother\b|\bextra\b"
@@ -230,6 +243,8 @@ def _marker_replacement(name: str) -> Callable[[re.Match[str]], str]:
     def replace(match: re.Match[str]) -> str:
         if name == "relocated":
             return f" {RELOCATE} "
+        if name == "moved_slot":
+            return f" {match['keep']} is "
         if name == "adjusted":
             return f" {match['keep']} is "
         return f" {match.groupdict().get('keep') or ''} "
@@ -240,6 +255,8 @@ def extract_cues(text: str) -> tuple[str, frozenset[str], list[str]]:
     """Take the discourse cues out of normalized text: the names of the markers found
     ("now" for weak ones, "additive", "reversal"), and the values explicitly rejected."""
     markers = {name for name, pattern in STRONG_MARKERS if pattern.search(text)}
+    if "moved_slot" in markers:
+        markers.discard("relocated")  # one "moved ... to": a named thing moved, not the user
     for name, pattern in (("now", WEAK_MARKERS), ("additive", ADDITIVE_MARKERS),
                           ("reversal", REVERSALS)):
         if pattern.search(text):
