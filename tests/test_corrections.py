@@ -48,9 +48,10 @@ HOLDOUT4 = DATA / "correction_pairs_holdout4.tsv"
 HOLDOUT5 = DATA / "correction_pairs_holdout5.tsv"  # blind for round 5; tuning data in round 6
 HOLDOUT6 = DATA / "correction_pairs_holdout6.tsv"  # blind for round 6; tuning data in round 7
 HOLDOUT7 = DATA / "correction_pairs_holdout7.tsv"  # blind for round 6 (after); tuning in round 7
+HOLDOUT8 = DATA / "correction_pairs_holdout8.tsv"  # blind for rounds 6 and 7; tuning in round 8
 TUNING = (TRAIN, HOLDOUT)
 ALL_FILES = (TRAIN, HOLDOUT, DEV, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5, HOLDOUT6,
-             HOLDOUT7)
+             HOLDOUT7, HOLDOUT8)
 
 # Every signal name the detector may emit: fixed vocabulary, never note text.
 KNOWN_SIGNALS = frozenset({
@@ -457,6 +458,7 @@ def test_a_note_never_corrects_itself_and_long_notes_are_accepted():
     (HOLDOUT5, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
     (HOLDOUT6, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
     (HOLDOUT7, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
+    (HOLDOUT8, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
 ], ids=lambda p: p.stem if isinstance(p, Path) else "")
 def test_data_files_are_well_formed(path, minimum, size):
     rows = load_pairs(path)
@@ -482,7 +484,8 @@ def test_held_out_sets_share_no_pair_with_any_other_file():
     known = {frozenset((HOLDOUT5, HOLDOUT4)): {("user is a vegan.", "user follows a vegan diet.")},
              frozenset((HOLDOUT6, HOLDOUT5)): {("user's flat is on the fourth floor.",
                                                 "user's apartment is on the 4th floor.")}}
-    for held_out in (HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT5, HOLDOUT6, HOLDOUT7):
+    for held_out in (HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT5, HOLDOUT6, HOLDOUT7,
+                     HOLDOUT8):
         for other in ALL_FILES:
             if other != held_out:
                 shared = keys(held_out) & keys(other)
