@@ -12,6 +12,8 @@ marker ("uses Hoka now", "switched to Lidl") or a one-value slot ("User's bank i
 
 from __future__ import annotations
 
+from worker import correction_business as business
+
 OPEN_CLASSES = {
     "bank": "chase barclays hsbc lloyds natwest santander monzo revolut citibank citi "
             "wells-fargo bofa capital-one schwab starling nationwide halifax credit-union "
@@ -63,6 +65,7 @@ OPEN_CLASSES = {
     "photo_format": "raw jpeg jpg png heic tiff webp",
     # Plant milks are drunk side by side ("drinks oat milk" / "almond milk").
     "milk_type": "oat almond soy coconut cashew skim semi-skimmed lactose-free",
+    **business.OPEN_CLASSES,
 }
 
 # Closed scales that sit beside the kinds above; one thing has one value of each (one steak
@@ -107,6 +110,7 @@ NAMES: tuple[tuple[str, str], ...] = (
     (r"\bsize (m|medium)\b", " size medium "),
     (r"\bsize (l|large)\b", " size large "),
     (r"\b(?:clothing|clothes) size is\b", " wears size "),
+    *business.NAMES,
 )
 
 # Verbs that rival each other for one object, as pairs: "rents an apartment" -> "owns an

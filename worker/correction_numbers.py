@@ -46,6 +46,9 @@ _MINUTES = {"half": 30, "quarter": 15, "a quarter": 15, "ten": 10, "twenty": 20,
 
 # Thousands separators ("$10,000" = "10000 dollars"), dotted meridiems ("2 p.m." = "2pm") and
 # ordinals after "the" ("the second floor" = "the 2nd floor"): one notation for each.
+# One notation per release: "version 2", "v2.0" and "v2" are one version (never a bare "2.0",
+# which may be an amount).
+_VERSION = re.compile(r"\b(?:version|ver\.?)\s*(\d+)((?:\.\d+)*)\b|\bv(?=\d)(\d+)((?:\.\d+)*)\b")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _MERIDIEM = re.compile(r"\b(\d{1,2}(?::[0-5]\d)?)\s*([ap])\.\s?m\b\.?")
 _ORDINALS = {"first": "1st", "second": "2nd", "third": "3rd", "fourth": "4th", "fifth": "5th",
@@ -89,8 +92,17 @@ def _clock(hour: int, minute: int) -> str:
     return f"{hour}:{minute:02d}" if minute else f"{hour}"
 
 
+def _version(match: re.Match[str]) -> str:
+    major, minor = (match.group(1), match.group(2)) if match.group(1) else match.group(3, 4)
+    parts = [major, *minor.split(".")[1:]]
+    while len(parts) > 1 and int(parts[-1]) == 0:
+        parts.pop()  # "2.0" and "2.0.0" name release 2
+    return "v" + ".".join(parts)
+
+
 def normalize(text: str) -> str:
-    """One notation per amount and clock time (lower-cased text in, lower-cased text out)."""
+    """One notation per amount, clock time and version (lower-cased text in and out)."""
+    text = _VERSION.sub(_version, text)
     text = _THOUSANDS.sub("", text)
     text = _MERIDIEM.sub(lambda m: f"{m.group(1)}{m.group(2)}m", text)
     text = _ORDINAL.sub(lambda m: f"the {_ORDINALS[m.group(1)]}", text)

@@ -286,7 +286,17 @@ _LEAD = re.compile(
     r"^\W*(?:the |our |a |an |this |that )?(?P<lead>(?:[\w#.+-]+ ){0,2}?[\w#.+-]+) "
     r"(?:is|are|was|were|has|have|had|will|got|gets|now|runs?|uses?|hosts?|handles?|stores?|"
     r"costs?|switched|upgraded|downgraded|migrated|moved|changed|replaced|raised|lowered|"
-    r"increased|decreased|reassigned|renamed|repriced|went|goes)\b")
+    r"increased|decreased|reassigned|renamed|repriced|went|goes|cut|reduced|bumped|slashed|"
+    r"trimmed|doubled|halved|capped|extended|shortened|rescheduled|postponed|delayed|pushed|"
+    r"ships?|happens?|starts?|ends?|closes?|renews?|expires?|launches?)\b")
+# A label's colon stands for a copula ("Offsite budget: $20,000" = "budget is $20,000").
+_LABEL = re.compile(r"(?<=[a-z])\s*:\s+")
+# Labels of the note itself ("Note:", "Update:") are no subject.
+_NOTE_LABEL = re.compile(r"^\W*(?:note|update|correction|remember|reminder|fyi|memo|context|"
+                         r"info|important|heads up)\s*:\s*")
+# A leading date of the new state ("As of April, the Team plan is ...") stands before the lead.
+_DATED_OPENING = re.compile(r"^\W*(?:as of|effective|starting|from|since) (?:[\w-]+ ){0,2}?"
+                            r"[\w-]+\s*,\s*")
 # Leads that are the user, a person or a pronoun: a subject of the user's own facts, which
 # markers may well correct under another wording ("User's layout is" / "User switched to").
 _NOT_LEAD = frozenset({"i", "user", "user's", "they", "he", "she", "we", "my", "their", "his",
@@ -301,7 +311,9 @@ _OPENING_VERBS = frozenset({
 
 
 def _lead(lower: str) -> str:
-    match = _LEAD.match(lower)
+    # ("Offsite budget: $20,000" has the lead a copula would give it)
+    opening = _DATED_OPENING.sub("", _NOTE_LABEL.sub("", lower))
+    match = _LEAD.match(_LABEL.sub(" is ", opening, count=1))
     if not match:
         return ""
     words = match["lead"].split()

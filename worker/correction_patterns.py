@@ -107,6 +107,11 @@ REJECTIONS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\brather than\s+" + _VALUE + r"(?=[,.;!]|$)"),
     # "replaced Zoom with Teams", "traded the car for a bike", "swapped tea for coffee"
     re.compile(r"\b(?:replac(?:ed|es|e|ing))\s+" + _VALUE + r"\s+with\b"),
+    # The passive names the old value first: "Jira was replaced by Linear", "the Reno
+    # warehouse has been superseded by Phoenix". Anchored at a clause start so the subject,
+    # not a word before it, is what was replaced.
+    re.compile(r"(?:^|[,;:]\s*)\W*" + _DET + _VALUE + r"\s+(?:was|were|is|are|has been|have been|"
+               r"got|gets|is being|will be) (?:replaced|superseded|succeeded) (?:by|with)\b"),
     re.compile(r"\b(?:trad(?:ed|es|e|ing)(?: in)?|swap(?:ped|s)?|exchang(?:ed|es|e))\s+"
                + _VALUE + r"\s+for\b"),
     # Leaving a tool, provider or program: "migrated off Jira", "I'm off Notion", "moved away
@@ -122,7 +127,7 @@ REJECTIONS: tuple[re.Pattern[str], ...] = (
 
 # Markers read from a verb of change alone ("raised ... to", "reassigned", "down to"): with
 # another subject in front they speak of another thing ("Basic plan price raised to $12").
-CHANGE_VERB_MARKERS = frozenset({"adjusted", "reassigned", "down_to", "moved_slot"})
+CHANGE_VERB_MARKERS = frozenset({"adjusted", "reassigned", "down_to", "moved_slot", "rescheduled"})
 
 # Correction markers, searched in the lower-cased text and removed before tokenizing. A marker
 # only counts when the later note has it and the earlier does not.
@@ -155,7 +160,8 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                      r"|\b(?:trad|swapp|exchang)(?:ed|es|e|ing)?\b(?= .*\bfor\b)"),
         ("changed_to", r"\bchang(?:ed|es|e) (?=(?:\w+ ){0,4}to\b)|\b(?:went|gone|goes|go) "
                        r"(?:up|down) to\b|\b(?:increased|decreased|raised|lowered|rose|fell|"
-                       r"dropped|reduced|grew) to\b"),
+                       r"dropped|reduced|grew|cut|slashed|trimmed|bumped|upped|capped|"
+                       r"doubled|halved|extended|shortened) to\b(?=\s+\S)"),
         ("down_to", r"\bdown to(?=\s+\$?\d)|\b(?:is|are|was|were) up to(?=\s+\$?\d)"),
         # The slot stands between the verb and the new amount ("lowered the savings target to
         # $5,000", "raised the Pro plan price to $20"): it stays, and the amount becomes its value.
@@ -180,8 +186,11 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # A person who transfers goes elsewhere ("transferred to Cedar Ridge Academy"); money
         # transferred to savings has an object in between and is no move.
         ("transferred", r"\btransfer(?:red|ring|s)? to\b"),
+        # The thing rescheduled may stand before "to" ("rescheduled the cleaning to June 5"):
+        # it stays, like the slot after "moved".
         ("rescheduled", r"\b(?:slipped|pushed(?: back)?|postponed|delayed|rescheduled|bumped"
-                        r"|brought forward) (?:to|until|till)\b"),
+                        r"|brought forward) (?P<keep>(?:(?!(?:to|until|till)\b)[\w'-]+ ){0,3}?)"
+                        r"(?:to|until|till)\b"),
         ("became", r"\b(?:went|go|goes|became|become|becomes|turned|turns|got|gets|get) "
                    r"(?=(?:a |an )?(?:vegan|vegetarian|pescatarian|remote|hybrid|keto|married|"
                    r"divorced|engaged|separated|single)\b)"),
@@ -190,7 +199,9 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 # A leading "Since <event>" clause ("Since the reorg, the user reports to ...") dates a new
 # state as "now" does; the clause itself is no part of the fact.
+# "As of April," dates a new state the same way (the date is when it began, not the fact).
 WEAK_MARKERS = re.compile(r"\bnow\b|\bthese days\b|\bnowadays\b|\bcurrently\b|\bagain\b"
+                          r"|^\W*(?:as of|effective|starting|from) (?:[\w-]+ ){0,2}?[\w-]+\s*,"
                           r"|\brecently\b|\blately\b|\blast (?:week|month|year)\b"
                           r"|^\W*since (?:the |a |an |my |their |our |his |her )?[\w-]+(?: [\w-]+)?"
                           r"(?:\s*,\s*|\s+(?=(?:the user|user|i|they|he|she|we)\b))")
@@ -209,7 +220,10 @@ REVERSALS = re.compile(
     r"omitted|leave out|(?:is|are|am|was|were|be) (?:done|finished|through) with|"
     r"left(?= (?!side\b|hand\b|of\b|or\b|and\b|to\b|aligned\b)\w)|"
     r"turn(?:ed|s|ing)? off|switch(?:ed|es|ing)? off|"
-    r"(?<!is )(?<!are )(?<!am )(?<!was )(?<!were )(?<!got )(?<!get )used to)\b(?!-\w)"
+    r"(?<!is )(?<!are )(?<!am )(?<!was )(?<!were )(?<!got )(?<!get )used to|"
+    # A verdict on a stated fact takes it back: "using bookings for revenue was wrong".
+    r"(?:was|were|is|are) (?:wrong|incorrect|mistaken|a mistake|an error|outdated|out of date)"
+    r"(?= *(?:[;,.!]|$)))\b(?!-\w)"
 )
 CLAUSE_SPLIT = re.compile(r"[;]|,\s+|\s+-\s+|\bbut\b|\bwhile\b|\band\b")
 

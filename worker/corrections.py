@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from worker import correction_business as bz
 from worker import correction_lexicon as lx
 from worker import correction_meaning as mn
 from worker import correction_parse as cp
@@ -86,6 +87,7 @@ _PERSON, _GENERIC, _ANTONYMS = rl.PERSON, rl.GENERIC, rl.ANTONYMS
 _POSSESSION = lx.keys(frozenset({"have", "get", "own"}))
 _parse, _blocks, _content = cp.parse, cp.blocks, cp.content
 _class_union = cp.class_union
+_ENVIRONMENTS = lx.keys(frozenset(bz.ENVIRONMENTS.split()))
 
 
 def _verdict(relation: Relation, confidence: float, signals: list[str]) -> Verdict:
@@ -133,13 +135,25 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
 
     # An explicit rejection of a value the earlier note asserted.
     positive = e_content - old.against
-    if not old.negated and ((new.rejected - l_content) & positive) - _GENERIC:
+    # A rejected value naming a rival the earlier note lacks ("the staging database was
+    # replaced" against "the production database runs Postgres") is about another thing.
+    rejected = (new.rejected - l_content) - _GENERIC
+    rival = any(lx.value_classes(t) or t in _ENVIRONMENTS for t in rejected - e_content)
+    if not old.negated and rejected & positive and not rival:
         return _verdict(Relation.CORRECTION, 0.95, [*signals, "explicit_rejection"])
     # The later note goes back to what the earlier one rejected ("replaced Zoom with Teams" ->
     # "uses Zoom for calls"), and says little else.
     taken_back = ((old.rejected - e_content) & (new.pro - new.rejected)) - _GENERIC
     if taken_back and not new.negated and len(l_content - taken_back - _GENERIC) <= 2:
         return _verdict(Relation.CORRECTION, 0.75, [*signals, "explicit_rejection"])
+
+    # Another environment and another value ("Production uses the live key" / "the staging
+    # key in tests was wrong"): the fact is about another system. A changed environment alone
+    # ("deploys to staging" -> "actually to production") stays a value.
+    e_env, l_env = (e_content - l_content) & _ENVIRONMENTS, (l_content - e_content) & _ENVIRONMENTS
+    if e_env and l_env and ((e_content - l_content - e_env) | (l_content - e_content - l_env)) - (
+            _GENERIC):
+        return _verdict(Relation.DISTINCT, 0.75, [*signals, "subject_change"])
 
     if old.comparison and new.comparison:
         (el, er), (ll, lr) = old.comparison, new.comparison
