@@ -294,6 +294,10 @@ _LABEL = re.compile(r"(?<=[a-z])\s*:\s+")
 # Labels of the note itself ("Note:", "Update:") are no subject.
 _NOTE_LABEL = re.compile(r"^\W*(?:note|update|correction|remember|reminder|fyi|memo|context|"
                          r"info|important|heads up)\s*:\s*")
+# A marker in front of the subject ("Actually, hotfixes ship on Fridays") is no part of it.
+# (a bare "no" must end in punctuation: "no longer uses" opens with its verb)
+_INTERJECTION = re.compile(r"^\W*(?:(?:actually|in fact)\b[,:]?\s*|(?:correction|so|ok|okay|"
+                           r"well|oh|oops|sorry|wait|no|nope|update|fyi)\s*[,:!.;-]+\s*)+")
 # A leading date of the new state ("As of April, the Team plan is ...") stands before the lead.
 _DATED_OPENING = re.compile(r"^\W*(?:as of|effective|starting|from|since) (?:[\w-]+ ){0,2}?"
                             r"[\w-]+\s*,\s*")
@@ -312,7 +316,7 @@ _OPENING_VERBS = frozenset({
 
 def _lead(lower: str) -> str:
     # ("Offsite budget: $20,000" has the lead a copula would give it)
-    opening = _DATED_OPENING.sub("", _NOTE_LABEL.sub("", lower))
+    opening = _DATED_OPENING.sub("", _NOTE_LABEL.sub("", _INTERJECTION.sub("", lower)))
     match = _LEAD.match(_LABEL.sub(" is ", opening, count=1))
     if not match:
         return ""

@@ -265,5 +265,10 @@ def other_lead(old: _Note, new: _Note) -> bool:
         return False
 
     def within(lead: str, note: _Note) -> bool:
-        return {lx.canon(w) for w in lead.split()} <= set(note.tokens)
+        # The word after the note's own lead is its verb, which a synonym may fold into the
+        # other lead ("Hotfixes now ship" reads "hotfix deploy": no mention of deploys).
+        own = {lx.canon(w) for w in note.lead.split()}
+        n = next((i for i, t in enumerate(note.tokens) if t not in own), len(note.tokens))
+        body = set(note.tokens[:n] + note.tokens[n + 1:])
+        return {lx.canon(w) for w in lead.split()} <= body
     return not within(old.lead, new) and not within(new.lead, old)

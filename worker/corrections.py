@@ -88,6 +88,8 @@ _POSSESSION = lx.keys(frozenset({"have", "get", "own"}))
 _parse, _blocks, _content = cp.parse, cp.blocks, cp.content
 _class_union = cp.class_union
 _ENVIRONMENTS = lx.keys(frozenset(bz.ENVIRONMENTS.split()))
+# Markers that come with a rejected value ("switched from X", "replaced X with", "instead of X").
+_REJECTING_MARKERS = frozenset({"switched", "changed_to", "instead"})
 
 
 def _verdict(relation: Relation, confidence: float, signals: list[str]) -> Verdict:
@@ -98,6 +100,12 @@ def _verdict(relation: Relation, confidence: float, signals: list[str]) -> Verdi
 def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     old, new = mn.fold_acronyms(old, new)  # "NDA" / "non-disclosure agreement"
     fresh = new.markers - old.markers  # a marker counts only if the later note brings it
+    # A rejection of values the earlier note never named ("Email was replaced by Slack for
+    # customer updates" after "Slack is used for team chat") replaced another thing: its
+    # change marker says nothing about the earlier note.
+    rejected = (new.rejected - new.content) - _GENERIC
+    if rejected and not rejected & old.content:
+        fresh -= _REJECTING_MARKERS
     if old.past and not new.past:
         # "now uses macOS" after "Used Windows at the old job": the earlier note already told
         # of a past situation, so the present one sits beside it.
@@ -137,7 +145,6 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     positive = e_content - old.against
     # A rejected value naming a rival the earlier note lacks ("the staging database was
     # replaced" against "the production database runs Postgres") is about another thing.
-    rejected = (new.rejected - l_content) - _GENERIC
     rival = any(lx.value_classes(t) or t in _ENVIRONMENTS for t in rejected - e_content)
     if not old.negated and rejected & positive and not rival:
         return _verdict(Relation.CORRECTION, 0.95, [*signals, "explicit_rejection"])
