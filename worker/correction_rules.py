@@ -272,3 +272,28 @@ def other_lead(old: _Note, new: _Note) -> bool:
         body = set(note.tokens[:n] + note.tokens[n + 1:])
         return {lx.canon(w) for w in lead.split()} <= body
     return not within(old.lead, new) and not within(new.lead, old)
+
+
+def other_kind(old: _Note, new: _Note) -> bool:
+    """One head noun with another qualifier in each note ("squash when merging feature
+    branches" / "hotfix branches get a merge commit rather than a squash"): the later note
+    speaks of another kind of the thing, so rejecting the earlier note's value there is an
+    exception beside the rule, not a correction of it. Value qualifiers ("a red car" / "a
+    blue car", "the magma palette, not viridis") are the corrected value itself and do not
+    count."""
+    e_tokens, l_tokens = set(old.tokens), set(new.tokens)
+    for i, head in enumerate(old.tokens):
+        if i == 0 or head not in l_tokens or head in _GENERIC or head not in _content((head,)):
+            continue
+        before = old.tokens[i - 1]
+        j = new.tokens.index(head)
+        if j == 0:
+            continue
+        after = new.tokens[j - 1]
+        if before == after or before in l_tokens or after in e_tokens or before in new.rejected:
+            continue
+        if any(t in _GENERIC or t.startswith("@") or lx.value_classes(t)
+               or t not in _content((t,)) for t in (before, after)):
+            continue
+        return True
+    return False

@@ -146,7 +146,7 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     # A rejected value naming a rival the earlier note lacks ("the staging database was
     # replaced" against "the production database runs Postgres") is about another thing.
     rival = any(lx.value_classes(t) or t in _ENVIRONMENTS for t in rejected - e_content)
-    if not old.negated and rejected & positive and not rival:
+    if not old.negated and rejected & positive and not rival and not rl.other_kind(old, new):
         return _verdict(Relation.CORRECTION, 0.95, [*signals, "explicit_rejection"])
     # The later note goes back to what the earlier one rejected ("replaced Zoom with Teams" ->
     # "uses Zoom for calls"), and says little else.
