@@ -17,14 +17,20 @@ with a shared topic word or the same verb, added detail (refinement) or nothing 
 words that only moved ("car service is due") change nothing. Other verbs ("works" / "works
 out"), other heads ("a window" / "a window seat"), other holders ("the dog's vet", "their
 parents visit them"), swapped roles ("from London to Paris") and other objects of one habit
-("checks email at 9" / "checks Slack at 9") are distinct. Similarity, when given, only breaks
-ties, and never between two content verbs ("learns" / "teaches Spanish"). `correction_meaning`
+("checks email at 9" / "checks Slack at 9") are distinct, and so is a marker about another
+subject ("Production runs Postgres 14" / "Staging was upgraded to 16"), another kind of the
+thing ("feature branches" / "hotfix branches ... rather than a squash") or a situation the
+earlier note already placed in the past ("used Windows at the old job" / "now uses macOS").
+Similarity, when given, only breaks ties, and never between two content verbs ("learns" /
+"teaches Spanish"). `correction_meaning`
 adds what word overlap misses: a member that implies its category ("plays the cello" refines
 "plays an instrument", "lives in Osaka" refines "lives in Japan"; the curated category knowledge
 is in `correction_categories`), an acronym beside its expansion, and a changed date of a repeatable
 past event or a changed day of the user's own habit, which is another occasion, not a
 correction ("visited Japan in 2019" / "in 2023"); `correction_numbers` writes amounts and clock
-times one way ("$500" = "five hundred dollars", "18:00" = "6 pm"). The default is
+times one way ("$500" = "five hundred dollars", "18:00" = "6 pm"); `correction_vocabulary`
+and `correction_business` hold the everyday and the agent/business terms (abbreviations,
+tools, environments). The default is
 DISTINCT: merging two facts loses a memory, keeping a duplicate costs little. Pure and fast:
 regexes and a difflib alignment.
 """
