@@ -33,6 +33,9 @@ _MANY = lx.keys(lx.MULTI_RELATIONS)
 _ONE = lx.keys(frozenset({"best", "closest", "oldest", "eldest", "youngest", "only", "main"}))
 _DWELLING = frozenset({"dwelling"})
 _DIRECTIONAL = frozenset({"@from", "@to", "@over", lx.canon("before"), lx.canon("after")})
+# Words whose two sides may trade places without changing the fact ("Spanish and French").
+_SYMMETRIC = frozenset(lx.canon(w) for w in ("and", "or", "plus", "&", "both", "nor"))
+_RELATIVE = frozenset(lx.canon(w) for w in ("where", "when", "while"))
 _content, _class_match, _class_union = cp.content, cp.class_match, cp.class_union
 _structural, _is_content = cp.structural, cp.is_content
 
@@ -227,10 +230,28 @@ def neighbors(tokens: tuple[str, ...], pivot: str) -> tuple[str | None, str | No
 def roles_swapped(old: _Note, new: _Note) -> bool:
     """The same words stand on the other sides of a direction: "from London to Paris" / "from
     Paris to London", "walks the dog before breakfast" / "has breakfast before walking the
-    dog". Word sets match; the facts do not."""
-    for pivot in _DIRECTIONAL & set(old.tokens) & set(new.tokens):
+    dog". Word sets match; the facts do not. So do the two sides of a shared verb traded
+    ("Alice manages Bob" / "Bob manages Alice", "works where she lives" / "lives where she
+    works"); a passive was already turned active by the parser, so "Bob is managed by Alice"
+    keeps its sides."""
+    shared = set(old.tokens) & set(new.tokens)
+    for pivot in _DIRECTIONAL & shared:
         a, b = neighbors(old.tokens, pivot), neighbors(new.tokens, pivot)
         if None not in (*a, *b) and a != b:
+            return True
+    names = old.names | new.names
+    for pivot in shared - _SYMMETRIC:
+        # Two named parties around a content word, or two clauses around a relative word. Not
+        # the copula ("User's manager is Priya" / "Priya is the user's manager") and not two
+        # nouns that only moved ("flight seat preference is aisle" / "aisle seat on flights").
+        relative = pivot in _RELATIVE
+        acting = relative or (_is_content(pivot) and pivot not in _GENERIC and pivot != BE)
+        if not acting or old.tokens.count(pivot) != 1 or new.tokens.count(pivot) != 1:
+            continue
+        a, b = neighbors(old.tokens, pivot), neighbors(new.tokens, pivot)
+        if None in (*a, *b) or a[0] == a[1] or a != b[::-1]:
+            continue
+        if relative or {a[0], a[1]} <= names:
             return True
     return False
 

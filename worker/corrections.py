@@ -45,6 +45,7 @@ from worker import correction_lexicon as lx
 from worker import correction_meaning as mn
 from worker import correction_parse as cp
 from worker import correction_patterns as pt
+from worker import correction_restate as rs
 from worker import correction_rules as rl
 from worker.correction_parse import Note as _Note
 
@@ -200,6 +201,9 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
         # The later note names the category of what the earlier named ("lives in Austin" ->
         # "lives in Texas"): nothing was corrected, and replacing the earlier loses detail.
         return _verdict(Relation.PARAPHRASE, 0.45, [*signals, "dropped_detail"])
+    if not strong and not weak and related and rs.scheduled(old, new, e_only, l_only):
+        # "a weekly call" -> "a call every Sunday at 6 p.m.": the frequency made concrete
+        return _verdict(Relation.REFINEMENT, 0.7, [*signals, "scheduled"])
     if not strong and not (old.negated or new.negated) and (
             mn.another_occasion(old, new, e_only, l_only)
             or (not weak and mn.another_day(old, new, e_only, l_only))):
@@ -211,6 +215,13 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
         return _verdict(Relation.DISTINCT, 0.8, [*signals, "holder_change"])
     if not (e_only | l_only) - _GENERIC and rl.roles_swapped(old, new):
         return _verdict(Relation.DISTINCT, 0.7, [*signals, "role_swap"])
+    # A sentence turned around ("Dec 20 is when the freeze begins"): the aligner would read a
+    # new subject, but every content word is matched in the other note. (A liking is no use,
+    # "likes dogs" / "has dogs" no possession: those keep their own rules below.)
+    pref_change = bool(old.verbs & _PREF) != bool(new.verbs & _PREF)
+    if (e_only or l_only) and not (strong or weak or additive) and not pref_change and not (
+            (e_only | l_only) & _POSSESSION) and rs.reordered_restatement(old, new, e_only, l_only):
+        return _verdict(Relation.PARAPHRASE, 0.7, [*signals, "reordered"])
     fragment = fire("fragment", not new.has_subject and len(l_content) <= len(e_content))
     # Some value of the earlier note has a same-class rival in the later one (Mondays/Fridays).
     e_classes, l_classes = _class_union(e_only), _class_union(l_only)

@@ -75,16 +75,29 @@ class Child:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def stop(self, timeout: float) -> None:
-        if not self.alive:
+    def request_stop(self) -> None:
+        if self.alive:
+            assert self.process is not None
+            self.process.send_signal(signal.SIGTERM)  # Celery: warm shutdown
+
+    def wait_or_kill(self, timeout: float) -> None:
+        if self.process is None:
             return
-        assert self.process is not None
-        self.process.send_signal(signal.SIGTERM)  # Celery: warm shutdown
         try:
             self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+
+
+def stop_children(children: list[Child], timeout: float) -> None:
+    """All children asked at once, then one shared deadline: a slow one (Flower joins its
+    threads at exit without a timeout) cannot stretch Ctrl-C to the sum of every grace."""
+    for child in children:
+        child.request_stop()
+    deadline = time.monotonic() + timeout
+    for child in children:
+        child.wait_or_kill(max(0.0, deadline - time.monotonic()))
 
 
 class _Stop(Exception):
@@ -160,8 +173,7 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
         console.print("\nStopping…")
     finally:
         signal.signal(signal.SIGTERM, previous)
-        # Workers first (they finish in-flight writes), then beat and Flower, then the data.
-        for child in children:
-            child.stop(timeout=60.0)
+        # Workers finish their in-flight writes while beat and Flower stop; then the data.
+        stop_children(children, timeout=60.0)
         stack.stop()
         console.print("Stopped.")
