@@ -6,12 +6,17 @@
 
 The data files and their roles (see FILES):
 
-  * tests/data/correction_pairs_holdout9.tsv - HEADLINE: written blind (by someone who never
-    saw the detector or the other data; half personal, half agent/business notes) before
-    round 8 started, and kept out of round 8. Scored blind on the round-8 detector
-    (BLIND_AT_FREEZE). One change followed: the rule behind its only wrong merge (an
-    exception for another kind of thing, "hotfix branches ... rather than a squash", read as
-    rejecting the rule for feature branches) was fixed, so that one cell is not blind.
+  * tests/data/correction_pairs_holdout10.tsv - HEADLINE: written blind (by someone who never
+    saw the detector or the other data; personal notes, business notes and instructions to
+    the agent) before round 9 started, and kept out of round 9. Scored blind on the round-9
+    detector (BLIND_AT_FREEZE). One change followed: the rule behind its only wrong merge (a
+    return trip, "went to Paris in 2022" / "is going back to Paris in 2025", read as a
+    corrected trip) was fixed, so that one cell is not blind.
+  * tests/data/correction_pairs_holdout9.tsv - written blind (half personal, half
+    agent/business notes) before round 8 started; scored blind on the round-8 detector; its
+    only wrong merge (an exception for another kind of thing, "hotfix branches ... rather
+    than a squash", read as rejecting the rule for feature branches) was fixed; round 9
+    (restatements turned around, frequencies made concrete, traded roles) used it for tuning.
   * tests/data/correction_pairs_holdout8.tsv - written blind (agent and business notes:
     devops, billing, support, HR, policies) before round 7 started; scored blind on the
     round-6 and the round-7 detector. Round 8 (business vocabulary and structure) then used it
@@ -48,8 +53,8 @@ The data files and their roles (see FILES):
   * tests/data/correction_pairs_holdout.tsv - round-1 held-out set; folded into tuning in
     round 2, so no longer held out.
   * tests/data/correction_pairs_dev.tsv - adversarial probes written while tuning rounds 2
-    and 4 to 8 (tuning data too; rounds 4 to 8 added lookalike distinct pairs across many
-    domains, rounds 5 to 8 probes for each of their mechanisms);
+    and 4 to 9 (tuning data too; rounds 4 to 9 added lookalike distinct pairs across many
+    domains, rounds 5 to 9 probes for each of their mechanisms);
     includes unmarked open-class swaps ("shops at Aldi" / "at Lidl") the detector does not
     attempt.
 
@@ -95,11 +100,15 @@ DATA = ROOT / "tests" / "data"
 # name -> (file, role). The first is the newest set written blind that the bench may read
 # (tuned on in round 6; held-out set 6 is scored by its owner only).
 FILES = {
+    "held-out set 10": (DATA / "correction_pairs_holdout10.tsv",
+                        "HEADLINE: written blind (personal, business and instructions to the "
+                        "agent) before round 9 began and never used in it: the current "
+                        "detector's blind score (its one blind wrong merge, a return trip read "
+                        "as a corrected one, was then fixed)"),
     "held-out set 9": (DATA / "correction_pairs_holdout9.tsv",
-                       "HEADLINE: written blind (half personal, half agent/business notes) "
-                       "before round 8 began and never used in it: the current detector's blind "
-                       "score (its one blind wrong merge, a rule's exception read as a "
-                       "correction of the rule, was then fixed)"),
+                       "written blind before round 8 began and kept out of it; scored blind on "
+                       "round 8 (below; its one wrong merge was then fixed); tuning data in "
+                       "round 9"),
     "held-out set 8": (DATA / "correction_pairs_holdout8.tsv",
                        "written blind (agent and business notes) before round 7 began and kept "
                        "out of it; scored blind on round 6 and on round 7 (below); tuning data "
@@ -129,7 +138,7 @@ FILES = {
     "held-out set 1": (DATA / "correction_pairs_holdout.tsv",
                        "round-1 held-out, folded into tuning in round 2: no longer held out"),
     "dev probes": (DATA / "correction_pairs_dev.tsv",
-                   "adversarial probes written while tuning rounds 2 and 4 to 8: tuning "
+                   "adversarial probes written while tuning rounds 2 and 4 to 9: tuning "
                    "data"),
 }
 RELATIONS = [r.value for r in Relation]
@@ -158,8 +167,10 @@ BLIND_AT_FREEZE = [
      "0.20 (8/40) / 0.10 (4/40)", "0.40 (12/30)", "0 of 45 / 0 of 45"],
     ["held-out set 8 (160)", "round 7", "0.64 (29/45)", "0.71 (32/45)",
      "0.23 (9/40) / 0.12 (5/40)", "0.40 (12/30)", "0 of 45 / 0 of 45"],
-    ["held-out set 9 (160)", "round 8 (current; its wrong merge then fixed)", "0.80 (36/45)",
+    ["held-out set 9 (160)", "round 8 (its wrong merge then fixed)", "0.80 (36/45)",
      "0.80 (36/45)", "0.20 (8/40) / 0.12 (5/40)", "0.47 (14/30)", "1 of 45 / 1 of 45"],
+    ["held-out set 10 (160)", "round 9 (current; its wrong merge then fixed)", "0.89 (40/45)",
+     "0.89 (40/45)", "0.33 (13/40) / 0.15 (6/40)", "0.57 (17/30)", "1 of 45 / 1 of 45"],
 ]
 BASELINE_SAME = 0.85
 

@@ -23,6 +23,8 @@ _DATE_CLASSES = frozenset({"month", "season", "weekday"})
 _DATE_WORDS = lx.keys(frozenset({"last", "next", "ago", "year", "month", "week", "early",
                                  "late", "mid", "end", "start"}))
 _DAY_CLASSES = frozenset({"weekday", "daypart"})
+# The verb forms of a trip told as a plan ("is going back to", "heads back to").
+_GOING = lx.keys(frozenset({"go", "going", "head", "return", "fly", "travel", "visit", "@to"}))
 _HAVE = lx.canon("have")
 _INNER = frozenset({"@of", "@for", "@and"})  # "Bank of America" = BoA
 
@@ -42,8 +44,11 @@ def another_occasion(old: _Note, new: _Note, e_only: frozenset[str],
     """Both notes tell a repeatable past event ("went to Lisbon", "ran the marathon") and only
     its date differs: two trips, not a corrected one. Both can hold."""
     changed = (e_only | l_only) - cp.GENERIC
-    return old.event and new.event and any(map(dated, e_only)) and any(
-        map(dated, l_only)) and all(dated(t) or t in _DATE_WORDS for t in changed)
+    # "went to Paris in 2022" / "is going back to Paris in 2025": a return is another visit.
+    returning = "back" in new.markers and not new.negated
+    return old.event and (new.event or returning) and any(map(dated, e_only)) and any(
+        map(dated, l_only)) and all(dated(t) or t in _DATE_WORDS or (returning and t in _GOING)
+                                    for t in changed)
 
 
 def another_day(old: _Note, new: _Note, e_only: frozenset[str], l_only: frozenset[str]) -> bool:

@@ -204,7 +204,8 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     if not strong and not weak and related and rs.scheduled(old, new, e_only, l_only):
         # "a weekly call" -> "a call every Sunday at 6 p.m.": the frequency made concrete
         return _verdict(Relation.REFINEMENT, 0.7, [*signals, "scheduled"])
-    if not strong and not (old.negated or new.negated) and (
+    # ("back" is a marker, but a return to a past event's place is another occasion)
+    if (not strong or fresh & _STRONG_NAMES == {"back"}) and not (old.negated or new.negated) and (
             mn.another_occasion(old, new, e_only, l_only)
             or (not weak and mn.another_day(old, new, e_only, l_only))):
         # Another trip on another date, the user's habit on another day: both hold.
