@@ -30,7 +30,9 @@ past event or a changed day of the user's own habit, which is another occasion, 
 correction ("visited Japan in 2019" / "in 2023"); `correction_numbers` writes amounts and clock
 times one way ("$500" = "five hundred dollars", "18:00" = "6 pm"); `correction_vocabulary`
 and `correction_business` hold the everyday and the agent/business terms (abbreviations,
-tools, environments). The default is
+tools, environments); `correction_restate` recognizes a sentence turned around ("Dec 20 is
+when the freeze begins" / "the freeze starts December 20") and a frequency made concrete
+("weekly" / "every Sunday at 6"). The default is
 DISTINCT: merging two facts loses a memory, keeping a duplicate costs little. Pure and fast:
 regexes and a difflib alignment.
 """
