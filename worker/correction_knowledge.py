@@ -28,6 +28,8 @@ VALUE_CLASSES = {
     "amount": "more less fewer",
     "size": "larger smaller bigger",
     "side": "left right",
+    # A decision about one proposal: "Legal approved the template" -> "Legal vetoed it".
+    "decision": "approved vetoed rejected denied declined accepted",
     "personality": "introvert extrovert ambivert",
     "platform": "pc playstation xbox nintendo",
     "channel": "push",

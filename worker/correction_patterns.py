@@ -107,6 +107,8 @@ REJECTIONS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\brather than\s+" + _VALUE + r"(?=[,.;!]|$)"),
     # "replaced Zoom with Teams", "traded the car for a bike", "swapped tea for coffee"
     re.compile(r"\b(?:replac(?:ed|es|e|ing))\s+" + _VALUE + r"\s+with\b"),
+    # A successor in a role names the one who left it: "Tom replaced Sarah as head of HR".
+    re.compile(r"\b(?:replac(?:ed|es|ing)|succeed(?:ed|s|ing))\s+" + _VALUE + r"\s+as\b"),
     # The passive names the old value first: "Jira was replaced by Linear", "the Reno
     # warehouse has been superseded by Phoenix". Anchored at a clause start so the subject,
     # not a word before it, is what was replaced.

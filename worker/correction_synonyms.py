@@ -28,6 +28,8 @@ SYNONYMS = {
     "tenant": "rent", "renter": "rent", "volunteering": "volunteer", "meditation": "meditate",
     "photography": "photograph", "journaling": "journal", "reader": "read", "drinker": "drink",
     "singer": "sing", "dancer": "dance", "painter": "paint", "nightly": "night",
+    # A lease is what the tenant pays rent on: "the lease is $900" = "the rent is $900".
+    "lease": "rent",
     # Nominalizations and adjectives of one state: "has a fear of" = "is afraid of".
     "fear": "afraid", "scared": "afraid", "frightened": "afraid", "phobia": "afraid",
     "anxiety": "anxious", "diabetes": "diabetic", "pregnancy": "pregnant",
