@@ -6,12 +6,16 @@
 
 The data files and their roles (see FILES):
 
-  * tests/data/correction_pairs_holdout10.tsv - HEADLINE: written blind (by someone who never
+  * tests/data/correction_pairs_holdout11.tsv - HEADLINE: written blind (by someone who never
     saw the detector or the other data; personal notes, business notes and instructions to
-    the agent) before round 9 started, and kept out of round 9. Scored blind on the round-9
-    detector (BLIND_AT_FREEZE). One change followed: the rule behind its only wrong merge (a
-    return trip, "went to Paris in 2022" / "is going back to Paris in 2025", read as a
-    corrected trip) was fixed, so that one cell is not blind.
+    the agent) before round 10 started, and kept out of round 10. Scored blind on the
+    round-10 detector (BLIND_AT_FREEZE). One change followed: the rules behind its three wrong
+    merges (a plan and what happened, a habit and one cancelled occurrence, a past race and a
+    planned one read as a restatement) were fixed, so those cells are not blind.
+  * tests/data/correction_pairs_holdout10.tsv - written blind before round 9 started; scored
+    blind on the round-9 detector; its only wrong merge (a return trip read as a corrected
+    one) was fixed; round 10 (decisions as one slot's values, successors in a role) used it
+    for tuning.
   * tests/data/correction_pairs_holdout9.tsv - written blind (half personal, half
     agent/business notes) before round 8 started; scored blind on the round-8 detector; its
     only wrong merge (an exception for another kind of thing, "hotfix branches ... rather
@@ -53,8 +57,8 @@ The data files and their roles (see FILES):
   * tests/data/correction_pairs_holdout.tsv - round-1 held-out set; folded into tuning in
     round 2, so no longer held out.
   * tests/data/correction_pairs_dev.tsv - adversarial probes written while tuning rounds 2
-    and 4 to 9 (tuning data too; rounds 4 to 9 added lookalike distinct pairs across many
-    domains, rounds 5 to 9 probes for each of their mechanisms);
+    and 4 to 10 (tuning data too; rounds 4 to 10 added lookalike distinct pairs across many
+    domains, rounds 5 to 10 probes for each of their mechanisms);
     includes unmarked open-class swaps ("shops at Aldi" / "at Lidl") the detector does not
     attempt.
 
@@ -100,11 +104,16 @@ DATA = ROOT / "tests" / "data"
 # name -> (file, role). The first is the newest set written blind that the bench may read
 # (tuned on in round 6; held-out set 6 is scored by its owner only).
 FILES = {
-    "held-out set 10": (DATA / "correction_pairs_holdout10.tsv",
+    "held-out set 11": (DATA / "correction_pairs_holdout11.tsv",
                         "HEADLINE: written blind (personal, business and instructions to the "
-                        "agent) before round 9 began and never used in it: the current "
-                        "detector's blind score (its one blind wrong merge, a return trip read "
-                        "as a corrected one, was then fixed)"),
+                        "agent) before round 10 began and never used in it: the current "
+                        "detector's blind score (its three blind wrong merges - a plan and "
+                        "what happened, a habit and one cancelled occurrence, a past race and "
+                        "a planned one - were then fixed)"),
+    "held-out set 10": (DATA / "correction_pairs_holdout10.tsv",
+                        "written blind before round 9 began and kept out of it; scored blind "
+                        "on round 9 (below; its one wrong merge was then fixed); tuning data in "
+                        "round 10"),
     "held-out set 9": (DATA / "correction_pairs_holdout9.tsv",
                        "written blind before round 8 began and kept out of it; scored blind on "
                        "round 8 (below; its one wrong merge was then fixed); tuning data in "
@@ -138,7 +147,7 @@ FILES = {
     "held-out set 1": (DATA / "correction_pairs_holdout.tsv",
                        "round-1 held-out, folded into tuning in round 2: no longer held out"),
     "dev probes": (DATA / "correction_pairs_dev.tsv",
-                   "adversarial probes written while tuning rounds 2 and 4 to 9: tuning "
+                   "adversarial probes written while tuning rounds 2 and 4 to 10: tuning "
                    "data"),
 }
 RELATIONS = [r.value for r in Relation]
@@ -169,8 +178,11 @@ BLIND_AT_FREEZE = [
      "0.23 (9/40) / 0.12 (5/40)", "0.40 (12/30)", "0 of 45 / 0 of 45"],
     ["held-out set 9 (160)", "round 8 (its wrong merge then fixed)", "0.80 (36/45)",
      "0.80 (36/45)", "0.20 (8/40) / 0.12 (5/40)", "0.47 (14/30)", "1 of 45 / 1 of 45"],
-    ["held-out set 10 (160)", "round 9 (current; its wrong merge then fixed)", "0.89 (40/45)",
+    ["held-out set 10 (160)", "round 9 (its wrong merge then fixed)", "0.89 (40/45)",
      "0.89 (40/45)", "0.33 (13/40) / 0.15 (6/40)", "0.57 (17/30)", "1 of 45 / 1 of 45"],
+    ["held-out set 11 (160)", "round 10 (current; its wrong merges then fixed)",
+     "0.58 (26/45)", "0.64 (29/45)", "0.33 (13/40) / 0.15 (6/40)", "0.50 (15/30)",
+     "3 of 45 / 2 of 45"],
 ]
 BASELINE_SAME = 0.85
 

@@ -8,16 +8,16 @@ starts Postgres. Speed is measured by `bench/corrections.py`, not asserted here.
 Data files (bench/corrections.py reports all of them):
   * correction_pairs.tsv and correction_pairs_holdout.tsv - the tuning set. The second was the
     round-1 held-out set and was folded into tuning in round 2; the targets are asserted on both.
-  * correction_pairs_dev.tsv - adversarial probes written while tuning rounds 2 and 4 to 9:
+  * correction_pairs_dev.tsv - adversarial probes written while tuning rounds 2 and 4 to 10:
     no distinct pair may be merged, the rest has regression floors.
   * correction_pairs_holdout2.tsv, correction_pairs_holdout3.tsv, correction_pairs_holdout4.tsv,
     correction_pairs_holdout5.tsv - written blind (rounds 2, 3 and before rounds 4 and 5);
     later used for tuning (rounds 3, 4, 5 and 6). Only checked for well-formedness and output
     hygiene here.
-  * correction_pairs_holdout6.tsv to correction_pairs_holdout9.tsv - written blind before
-    rounds 6 to 8 (set 8 was scored blind on rounds 6 and 7); tuning data in rounds 7 to 9.
+  * correction_pairs_holdout6.tsv to correction_pairs_holdout10.tsv - written blind before
+    rounds 6 to 9 (set 8 was scored blind on rounds 6 and 7); tuning data in rounds 7 to 10.
     Only well-formedness and output hygiene here.
-  * correction_pairs_holdout10.tsv - written blind before round 9 and never tuned on: the
+  * correction_pairs_holdout11.tsv - written blind before round 10 and never tuned on: the
     current detector's blind score (bench). Only well-formedness and output hygiene here.
 """
 
@@ -53,10 +53,11 @@ HOLDOUT6 = DATA / "correction_pairs_holdout6.tsv"  # blind for round 6; tuning d
 HOLDOUT7 = DATA / "correction_pairs_holdout7.tsv"  # blind for round 6 (after); tuning in round 7
 HOLDOUT8 = DATA / "correction_pairs_holdout8.tsv"  # blind for rounds 6 and 7; tuning in round 8
 HOLDOUT9 = DATA / "correction_pairs_holdout9.tsv"  # blind for round 8; tuning in round 9
-HOLDOUT10 = DATA / "correction_pairs_holdout10.tsv"  # blind for the current detector (round 9)
+HOLDOUT10 = DATA / "correction_pairs_holdout10.tsv"  # blind for round 9; tuning in round 10
+HOLDOUT11 = DATA / "correction_pairs_holdout11.tsv"  # blind for the current detector (round 10)
 TUNING = (TRAIN, HOLDOUT)
 ALL_FILES = (TRAIN, HOLDOUT, DEV, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5, HOLDOUT6,
-             HOLDOUT7, HOLDOUT8, HOLDOUT9, HOLDOUT10)
+             HOLDOUT7, HOLDOUT8, HOLDOUT9, HOLDOUT10, HOLDOUT11)
 
 # Every signal name the detector may emit: fixed vocabulary, never note text.
 KNOWN_SIGNALS = frozenset({
@@ -467,6 +468,7 @@ def test_a_note_never_corrects_itself_and_long_notes_are_accepted():
     (HOLDOUT8, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
     (HOLDOUT9, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
     (HOLDOUT10, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
+    (HOLDOUT11, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
 ], ids=lambda p: p.stem if isinstance(p, Path) else "")
 def test_data_files_are_well_formed(path, minimum, size):
     rows = load_pairs(path)
@@ -493,7 +495,7 @@ def test_held_out_sets_share_no_pair_with_any_other_file():
              frozenset((HOLDOUT6, HOLDOUT5)): {("user's flat is on the fourth floor.",
                                                 "user's apartment is on the 4th floor.")}}
     for held_out in (HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT5, HOLDOUT6, HOLDOUT7,
-                     HOLDOUT8, HOLDOUT9, HOLDOUT10):
+                     HOLDOUT8, HOLDOUT9, HOLDOUT10, HOLDOUT11):
         for other in ALL_FILES:
             if other != held_out:
                 shared = keys(held_out) & keys(other)

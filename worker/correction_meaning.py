@@ -51,6 +51,31 @@ def another_occasion(old: _Note, new: _Note, e_only: frozenset[str],
                                     for t in changed)
 
 
+# An intention ("aimed to finish by March", "plans to visit Rome"): what then happened is
+# another fact beside it.
+_INTENT = lx.keys(frozenset({"aim", "plan", "intend", "hope", "target", "expect", "mean"}))
+# A recurring schedule, and the words that open a note about one occurrence of it ("This
+# month's dinner", "Today's standup").
+_RECURRING = lx.keys(frozenset({"every", "each", "daily", "weekly", "monthly", "yearly",
+                                "annually", "nightly", "usually", "always"}))
+_OCCURRENCE = lx.keys(frozenset({"today", "tonight", "tomorrow", "yesterday", "week", "month",
+                                 "year", "weekend", "quarter"}))
+
+
+def plan_and_outcome(old: _Note, new: _Note) -> bool:
+    """The earlier note tells an intention and the later one what happened ("The team aimed
+    to finish the migration by March" / "The migration was completed in May"): both hold."""
+    return bool(set(old.tokens) & _INTENT) and new.event and not set(new.tokens) & _INTENT
+
+
+def one_occurrence(old: _Note, new: _Note) -> bool:
+    """A recurring thing and one occurrence of it ("Dinner with the in-laws is on the first
+    Sunday of every month" / "This month's dinner was cancelled"): the exception leaves the
+    habit standing."""
+    return bool(set(old.tokens) & _RECURRING) and not set(new.tokens) & _RECURRING and (
+        bool(new.tokens) and new.tokens[0] in _OCCURRENCE)
+
+
 def another_day(old: _Note, new: _Note, e_only: frozenset[str], l_only: frozenset[str]) -> bool:
     """The user's own habit on another day ("works from home on Tuesdays" / "on Thursdays"):
     people do one thing on several days, so both can hold. A scheduled thing that is the

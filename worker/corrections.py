@@ -20,7 +20,8 @@ parents visit them"), swapped roles ("from London to Paris") and other objects o
 ("checks email at 9" / "checks Slack at 9") are distinct, and so is a marker about another
 subject ("Production runs Postgres 14" / "Staging was upgraded to 16"), another kind of the
 thing ("feature branches" / "hotfix branches ... rather than a squash") or a situation the
-earlier note already placed in the past ("used Windows at the old job" / "now uses macOS").
+earlier note already placed in the past ("used Windows at the old job" / "now uses macOS"),
+and a plan beside what happened or a habit beside one cancelled occurrence.
 Similarity, when given, only breaks ties, and never between two content verbs ("learns" /
 "teaches Spanish"). `correction_meaning`
 adds what word overlap misses: a member that implies its category ("plays the cello" refines
@@ -212,6 +213,9 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
             or (not weak and mn.another_day(old, new, e_only, l_only))):
         # Another trip on another date, the user's habit on another day: both hold.
         return _verdict(Relation.DISTINCT, 0.8, [*signals, "another_occasion"])
+    if mn.plan_and_outcome(old, new) or mn.one_occurrence(old, new):
+        # A plan and what happened, a habit and one exception to it: both hold.
+        return _verdict(Relation.DISTINCT, 0.8, [*signals, "another_occasion"])
     if (holders & (e_only | l_only) or rl.holder_chain(old, new) or rl.holder_moved(old, new)) and (
             new.has_subject and not new.pronoun):
         # The fact moved to another holder ("User's wife works at Google"): never the same.
@@ -338,7 +342,10 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
         return _verdict(Relation.CORRECTION, 0.75, [*signals, "marker_on_shared_topic"])
     if weak and marked_topic and len(changes) == 1:
         return _verdict(Relation.CORRECTION, 0.65, [*signals, "marker_on_shared_topic"])
-    if sim_high and aligned and not conflict and not strong and (
+    # (a date word on one side only, "did a triathlon last August" / "is training for one this
+    # August", makes two facts however close their wording)
+    redated = any(map(mn.dating, e_only | l_only))
+    if sim_high and aligned and not conflict and not strong and not redated and (
             len(blocks) > 1 or (predicate_only and predicate_sim)):
         assert similarity is not None
         confidence = 0.6 + (similarity - PARAPHRASE_MIN_SIMILARITY)
