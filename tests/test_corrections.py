@@ -461,14 +461,10 @@ def test_a_note_never_corrects_itself_and_long_notes_are_accepted():
     (DEV, {"correction": 50, "paraphrase": 30, "refinement": 10, "distinct": 50}, 200),
     (HOLDOUT2, {"correction": 20, "paraphrase": 15, "refinement": 10, "distinct": 20}, 80),
     (HOLDOUT3, {"correction": 20, "paraphrase": 15, "refinement": 10, "distinct": 20}, 80),
-    (HOLDOUT4, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
-    (HOLDOUT5, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
-    (HOLDOUT6, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
-    (HOLDOUT7, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
-    (HOLDOUT8, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
-    (HOLDOUT9, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
-    (HOLDOUT10, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
-    (HOLDOUT11, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150),
+    # written blind to one brief: 45 / 40 / 30 / 45 pairs
+    *((path, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150)
+      for path in (HOLDOUT4, HOLDOUT5, HOLDOUT6, HOLDOUT7, HOLDOUT8, HOLDOUT9, HOLDOUT10,
+                   HOLDOUT11)),
 ], ids=lambda p: p.stem if isinstance(p, Path) else "")
 def test_data_files_are_well_formed(path, minimum, size):
     rows = load_pairs(path)

@@ -117,12 +117,11 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     if rejected and not rejected & old.content:
         fresh -= _REJECTING_MARKERS
     if old.past and not new.past:
-        # "now uses macOS" after "Used Windows at the old job": the earlier note already told
-        # of a past situation, so the present one sits beside it.
-        fresh -= {"now_pref"}
-    # ("now" against a note told in the past, "learned French in school" / "is currently
-    # learning Korean", contrasts then with now: both hold)
-    strong, weak = bool(fresh & _STRONG_NAMES), "now" in fresh and not (old.past and not new.past)
+        # "now uses macOS" after "Used Windows at the old job", "is currently learning Korean"
+        # after "learned French in school": the earlier note told of a past situation, so the
+        # present one sits beside it.
+        fresh -= {"now_pref", "now"}
+    strong, weak = bool(fresh & _STRONG_NAMES), "now" in fresh
     additive = "additive" in new.markers
     anchors = (old.content & new.content) - _GENERIC  # before the relocation rewrite below
     signals = [name for name, fired in (("correction_marker", strong), ("weak_marker", weak),
