@@ -70,3 +70,25 @@ def test_up_starts_the_embedded_stack_and_ctrl_c_stops_it(tmp_path):
     text = output.read_text()
     assert text.count("migrations: 0001") == 1, "data kept: the second start migrates nothing"
     assert "migrations: up to date" in text
+
+
+def test_stopping_the_children_shares_one_deadline(tmp_path):
+    """Three children that ignore SIGTERM (as a Flower stuck joining its threads does) are
+    killed after one shared grace, not after three graces one after another."""
+    from worker.stack import Child, stop_children
+
+    stubborn = [sys.executable, "-c",
+                "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                "print('up', flush=True); time.sleep(60)"]
+    children = [Child(f"stubborn-{i}", stubborn, tmp_path / f"{i}.log") for i in range(3)]
+    for child in children:
+        child.start(dict(os.environ))
+    wait_until(lambda: all((tmp_path / f"{i}.log").read_text().startswith("up")
+                           for i in range(3)), timeout=30, interval=0.1)
+    started = time.monotonic()
+    stop_children(children, timeout=2.0)
+    elapsed = time.monotonic() - started
+    assert not any(child.alive for child in children)
+    assert all(child.process and child.process.returncode == -signal.SIGKILL
+               for child in children)
+    assert elapsed < 5.0, f"{elapsed:.1f} s: the graces were added up (3 x 2 s)"
