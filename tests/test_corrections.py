@@ -17,8 +17,9 @@ Data files (bench/corrections.py reports all of them):
   * correction_pairs_holdout6.tsv to correction_pairs_holdout10.tsv - written blind before
     rounds 6 to 9 (set 8 was scored blind on rounds 6 and 7); tuning data in rounds 7 to 10.
     Only well-formedness and output hygiene here.
-  * correction_pairs_holdout11.tsv - written blind before round 10 and never tuned on: the
-    current detector's blind score (bench). Only well-formedness and output hygiene here.
+  * correction_pairs_holdout11.tsv - written blind before round 10; tuning data in round 11.
+  * correction_pairs_holdout12.tsv - written blind before round 11 and never tuned on: scored
+    blind on rounds 10 and 11 (bench). Only well-formedness and output hygiene here.
 """
 
 from __future__ import annotations
@@ -54,10 +55,11 @@ HOLDOUT7 = DATA / "correction_pairs_holdout7.tsv"  # blind for round 6 (after); 
 HOLDOUT8 = DATA / "correction_pairs_holdout8.tsv"  # blind for rounds 6 and 7; tuning in round 8
 HOLDOUT9 = DATA / "correction_pairs_holdout9.tsv"  # blind for round 8; tuning in round 9
 HOLDOUT10 = DATA / "correction_pairs_holdout10.tsv"  # blind for round 9; tuning in round 10
-HOLDOUT11 = DATA / "correction_pairs_holdout11.tsv"  # blind for the current detector (round 10)
+HOLDOUT11 = DATA / "correction_pairs_holdout11.tsv"  # blind for round 10; tuning in round 11
+HOLDOUT12 = DATA / "correction_pairs_holdout12.tsv"  # blind for rounds 10 and 11
 TUNING = (TRAIN, HOLDOUT)
 ALL_FILES = (TRAIN, HOLDOUT, DEV, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5, HOLDOUT6,
-             HOLDOUT7, HOLDOUT8, HOLDOUT9, HOLDOUT10, HOLDOUT11)
+             HOLDOUT7, HOLDOUT8, HOLDOUT9, HOLDOUT10, HOLDOUT11, HOLDOUT12)
 
 # Every signal name the detector may emit: fixed vocabulary, never note text.
 KNOWN_SIGNALS = frozenset({
@@ -464,7 +466,7 @@ def test_a_note_never_corrects_itself_and_long_notes_are_accepted():
     # written blind to one brief: 45 / 40 / 30 / 45 pairs
     *((path, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150)
       for path in (HOLDOUT4, HOLDOUT5, HOLDOUT6, HOLDOUT7, HOLDOUT8, HOLDOUT9, HOLDOUT10,
-                   HOLDOUT11)),
+                   HOLDOUT11, HOLDOUT12)),
 ], ids=lambda p: p.stem if isinstance(p, Path) else "")
 def test_data_files_are_well_formed(path, minimum, size):
     rows = load_pairs(path)
@@ -491,7 +493,7 @@ def test_held_out_sets_share_no_pair_with_any_other_file():
              frozenset((HOLDOUT6, HOLDOUT5)): {("user's flat is on the fourth floor.",
                                                 "user's apartment is on the 4th floor.")}}
     for held_out in (HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT5, HOLDOUT6, HOLDOUT7,
-                     HOLDOUT8, HOLDOUT9, HOLDOUT10, HOLDOUT11):
+                     HOLDOUT8, HOLDOUT9, HOLDOUT10, HOLDOUT11, HOLDOUT12):
         for other in ALL_FILES:
             if other != held_out:
                 shared = keys(held_out) & keys(other)
