@@ -53,7 +53,11 @@ def another_occasion(old: _Note, new: _Note, e_only: frozenset[str],
 
 # An intention ("aimed to finish by March", "plans to visit Rome"): what then happened is
 # another fact beside it.
-_INTENT = lx.keys(frozenset({"aim", "plan", "intend", "hope", "target", "expect", "mean"}))
+# A goal is one too, and anything done in the past beside it is an outcome ("savings goal this
+# year is $12,000" / "saved $9,500 last year"); a "plan" may be a subscription ("Spotify plan"
+# / "downgraded to Spotify Individual"), so it takes a repeatable event.
+_GOALS = lx.keys(frozenset({"goal", "objective"}))
+_INTENT = lx.keys(frozenset({"aim", "plan", "intend", "hope", "target", "expect", "mean"})) | _GOALS
 # A recurring schedule, and the words that open a note about one occurrence of it ("This
 # month's dinner", "Today's standup").
 _RECURRING = lx.keys(frozenset({"every", "each", "daily", "weekly", "monthly", "yearly",
@@ -65,7 +69,17 @@ _OCCURRENCE = lx.keys(frozenset({"today", "tonight", "tomorrow", "yesterday", "w
 def plan_and_outcome(old: _Note, new: _Note) -> bool:
     """The earlier note tells an intention and the later one what happened ("The team aimed
     to finish the migration by March" / "The migration was completed in May"): both hold."""
-    return bool(set(old.tokens) & _INTENT) and new.event and not set(new.tokens) & _INTENT
+    intent = set(old.tokens) & _INTENT
+    return bool(intent) and (new.event or (new.past and bool(intent & _GOALS))) and not (
+        set(new.tokens) & _INTENT)
+
+
+def other_period(old: _Note, new: _Note) -> bool:
+    """One note is scoped to this period and the other to the last ("reading goal this year
+    is 30 books" / "read 22 books last year")."""
+    periods = ("this_period", "last_period")
+    return any(a in old.markers and b in new.markers and a not in new.markers
+               and b not in old.markers for a, b in (periods, periods[::-1]))
 
 
 def one_occurrence(old: _Note, new: _Note) -> bool:

@@ -148,6 +148,10 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("actually", r"\bactually\b|\bturns out\b"),
         ("instead", r"\binstead\b"),
         ("anymore", r"\bany ?more\b|\bnot anymore\b"),
+        # A rule lifted: "Meetings before 10 am are fine now" after "Don't schedule meetings
+        # before 10 am".
+        ("now_allowed", r"\b(?:is|are) (?:fine|ok|okay|allowed|permitted) now\b"
+                        r"|\b(?:is|are) now (?:fine|ok|okay|allowed|permitted)\b"),
         ("leading_rather", r"^\W*rather\b"),
         ("now_pref", r"\bnow (?=(?:prefers?|likes?|loves?|wants?|uses?|lives|works|is|are)\b)"),
         ("from_now_on", r"\bfrom now on\b|\bgoing forward\b|\bfrom here on\b"),
@@ -190,9 +194,12 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("transferred", r"\btransfer(?:red|ring|s)? to\b"),
         # The thing rescheduled may stand before "to" ("rescheduled the cleaning to June 5"):
         # it stays, like the slot after "moved".
+        # ("rebooked to depart at 2:15 pm", "extended through August 2028")
         ("rescheduled", r"\b(?:slipped|pushed(?: back)?|postponed|delayed|rescheduled|bumped"
-                        r"|brought forward) (?P<keep>(?:(?!(?:to|until|till)\b)[\w'-]+ ){0,3}?)"
-                        r"(?:to|until|till)\b"),
+                        r"|rebooked|brought forward) (?P<keep>(?:(?!(?:to|until|till)\b)"
+                        r"[\w'-]+ ){0,3}?)(?:to|until|till)\b"),
+        ("rescheduled", r"\bextended (?P<keep>(?:(?!(?:through|until|till)\b)[\w'-]+ ){0,3}?)"
+                        r"(?:through|until|till)\b"),
         ("became", r"\b(?:went|go|goes|became|become|becomes|turned|turns|got|gets|get) "
                    r"(?=(?:a |an )?(?:vegan|vegetarian|pescatarian|remote|hybrid|keto|married|"
                    r"divorced|engaged|separated|single)\b)"),
@@ -207,6 +214,10 @@ WEAK_MARKERS = re.compile(r"\bnow\b|\bthese days\b|\bnowadays\b|\bcurrently\b|\b
                           r"|\brecently\b|\blately\b|\blast (?:week|month|year)\b"
                           r"|^\W*since (?:the |a |an |my |their |our |his |her )?[\w-]+(?: [\w-]+)?"
                           r"(?:\s*,\s*|\s+(?=(?:the user|user|i|they|he|she|we)\b))")
+# The period a note is scoped to: "this year" beside "last year" are two periods, whatever
+# "last year" otherwise says of a recent change.
+THIS_PERIOD = re.compile(r"\bthis (?:week|month|quarter|year|season|semester)\b")
+LAST_PERIOD = re.compile(r"\blast (?:week|month|quarter|year|season|semester)\b")
 ADDITIVE_MARKERS = re.compile(
     r"\balso\b|\btoo\b|\bas well\b|\badditionally\b|\bin addition\b|\bbesides\b|\banother\b"
     r"|\bboth\b|\bplus\b|\bother\b|\bextra\b"
@@ -274,7 +285,8 @@ def extract_cues(text: str) -> tuple[str, frozenset[str], list[str]]:
     if "moved_slot" in markers:
         markers.discard("relocated")  # one "moved ... to": a named thing moved, not the user
     for name, pattern in (("now", WEAK_MARKERS), ("additive", ADDITIVE_MARKERS),
-                          ("reversal", REVERSALS)):
+                          ("reversal", REVERSALS), ("this_period", THIS_PERIOD),
+                          ("last_period", LAST_PERIOD)):
         if pattern.search(text):
             markers.add(name)
     rejected: list[str] = []

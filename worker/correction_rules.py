@@ -237,7 +237,10 @@ def roles_swapped(old: _Note, new: _Note) -> bool:
     shared = set(old.tokens) & set(new.tokens)
     for pivot in _DIRECTIONAL & shared:
         a, b = neighbors(old.tokens, pivot), neighbors(new.tokens, pivot)
-        if None not in (*a, *b) and a != b:
+        # Something crossed the pivot; a verb that only moved to the front of a passive
+        # ("Translate docs to German before release" / "Docs must be translated to German
+        # before release") leaves both sides where they were.
+        if None not in (*a, *b) and a != b and (a[0] == b[1] or a[1] == b[0]):
             return True
     names = old.names | new.names
     for pivot in shared - _SYMMETRIC:
