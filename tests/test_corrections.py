@@ -308,6 +308,12 @@ NOTATION_PARAPHRASES = [
     ("User's standup is at 9:30 am.", "User's standup starts at half past nine in the morning."),
     ("User saves $200 a month.", "User saves two hundred dollars a month."),
     ("User has a PhD in physics.", "User holds a doctorate in physics."),
+    # (round 11: accents dropped, a person's holder in apposition, a passive with its verb in
+    # front)
+    ("The team offsite is in Zürich.", "The team offsite is in Zurich."),
+    ("Sam, the user's husband, works at Google.", "The user's husband Sam works at Google."),
+    ("Send the weekly report to Dana before Friday noon.",
+     "The weekly report must be sent to Dana before Friday noon."),
 ]
 
 
@@ -332,6 +338,35 @@ def test_a_member_refines_its_category(judge, earlier, later):
 @pytest.mark.parametrize("earlier, later", NOT_ENTAILED)
 def test_a_member_under_another_verb_or_negation_is_no_refinement(judge, earlier, later):
     assert not supersedes(judge(earlier, later))
+
+
+
+# Two periods, a goal and what was done, a lifted rule for another thing (round 11).
+PERIODS_AND_GOALS = [
+    ("The user's savings goal this year is 12000 dollars.",
+     "The user saved 9500 dollars last year."),
+    ("Our reading goal this year is 30 books.", "The user read 22 books last year."),
+    ("Don't call Ana after 9 pm.", "Texts to Ana after 9 pm are fine now."),
+]
+
+# A lifted rule and changes told with "rebooked" / "extended through" (round 11).
+LIFTED_AND_REBOOKED = [
+    ("Never use emojis in replies.", "Emojis in replies are fine now."),
+    ("The train to Leeds leaves at 9:10.", "The train to Leeds was rebooked to leave at 11:40."),
+    ("The free trial ends on May 1.", "The free trial was extended through May 15."),
+]
+
+
+@pytest.mark.parametrize("earlier, later", PERIODS_AND_GOALS)
+def test_another_period_or_a_goal_beside_an_outcome_is_another_fact(judge, earlier, later):
+    verdict = judge(earlier, later)
+    assert verdict.relation is Relation.DISTINCT and not supersedes(verdict), verdict
+
+
+@pytest.mark.parametrize("earlier, later", LIFTED_AND_REBOOKED)
+def test_lifted_rules_and_rebooked_plans_correct(judge, earlier, later):
+    verdict = judge(earlier, later)
+    assert verdict.relation is Relation.CORRECTION and supersedes(verdict), verdict
 
 
 @pytest.mark.parametrize("earlier, later", NOTATION_PARAPHRASES)

@@ -237,9 +237,31 @@ def _drop_city(tokens: list[str]) -> list[str]:
     return out
 
 
+# A name put first with its holder in apposition ("Arjun, Priya's son, is 7"): the holder
+# goes in front as in "Priya's son Arjun is 7", so both spellings parse alike.
+_APPOSITION = re.compile(r"^(?P<name>[A-Z][a-z]+), (?P<holder>(?:the user's|my|his|her|their|"
+                         r"our|[A-Z][a-z]+'s) (?:[a-z-]+ )?[a-z-]+), ")
+
+
+_ANIMALS = frozenset({"dog", "cat", "pet", "puppy", "kitten", "horse"})
+
+
+def _plain(text: str) -> str:
+    """Accents dropped ("Kraków" = "Krakow", "Tomás" is a name), an apposition turned around."""
+    text = "".join(c for c in unicodedata.normalize("NFKD", text[:MAX_TEXT_CHARS])
+                   if not unicodedata.combining(c)).replace("\u2019", "'")
+    match = _APPOSITION.match(text)
+    # (only a person's relation to its holder: "Juno, the user's dog, is a black Lab" already
+    # reads as the dog's own fact)
+    if match and match["holder"].rsplit(" ", 1)[-1] in lx.PERSON_NOUNS - _ANIMALS:
+        text = f"{match['holder']} {match['name']} {text[match.end():]}"
+    return text
+
+
 @lru_cache(maxsize=4096)
 def parse(text: str) -> Note:
-    t, markers, rejected = pt.extract_cues(pt.normalize(text[:MAX_TEXT_CHARS]))
+    text = _plain(text)
+    t, markers, rejected = pt.extract_cues(pt.normalize(text))
     t = pt.rewrite(t)
     tokens: list[str] = []
     clauses: list[tuple[frozenset[str], bool]] = []
