@@ -18,8 +18,9 @@ Data files (bench/corrections.py reports all of them):
     rounds 6 to 9 (set 8 was scored blind on rounds 6 and 7); tuning data in rounds 7 to 10.
     Only well-formedness and output hygiene here.
   * correction_pairs_holdout11.tsv - written blind before round 10; tuning data in round 11.
-  * correction_pairs_holdout12.tsv - written blind before round 11 and never tuned on: scored
-    blind on rounds 10 and 11 (bench). Only well-formedness and output hygiene here.
+  * correction_pairs_holdout12.tsv - written blind before round 11; tuning data in round 11.
+  * correction_pairs_holdout13.tsv - written blind as the judge of round 11: scored blind on
+    rounds 10 and 11 (bench). Only well-formedness and output hygiene here.
 """
 
 from __future__ import annotations
@@ -56,10 +57,12 @@ HOLDOUT8 = DATA / "correction_pairs_holdout8.tsv"  # blind for rounds 6 and 7; t
 HOLDOUT9 = DATA / "correction_pairs_holdout9.tsv"  # blind for round 8; tuning in round 9
 HOLDOUT10 = DATA / "correction_pairs_holdout10.tsv"  # blind for round 9; tuning in round 10
 HOLDOUT11 = DATA / "correction_pairs_holdout11.tsv"  # blind for round 10; tuning in round 11
-HOLDOUT12 = DATA / "correction_pairs_holdout12.tsv"  # blind for rounds 10 and 11
+HOLDOUT12 = DATA / "correction_pairs_holdout12.tsv"  # blind for round 10; tuning in round 11
+HOLDOUT13 = DATA / "correction_pairs_holdout13.tsv"  # blind for rounds 10 and 11
 TUNING = (TRAIN, HOLDOUT)
 ALL_FILES = (TRAIN, HOLDOUT, DEV, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5, HOLDOUT6,
-             HOLDOUT7, HOLDOUT8, HOLDOUT9, HOLDOUT10, HOLDOUT11, HOLDOUT12)
+             HOLDOUT7, HOLDOUT8, HOLDOUT9, HOLDOUT10, HOLDOUT11, HOLDOUT12,
+             HOLDOUT13)
 
 # Every signal name the detector may emit: fixed vocabulary, never note text.
 KNOWN_SIGNALS = frozenset({
@@ -347,6 +350,7 @@ PERIODS_AND_GOALS = [
      "The user saved 9500 dollars last year."),
     ("Our reading goal this year is 30 books.", "The user read 22 books last year."),
     ("Don't call Ana after 9 pm.", "Texts to Ana after 9 pm are fine now."),
+    ("The user lived in Madrid from 2015 to 2019.", "The user now lives in Valencia."),
 ]
 
 # A lifted rule and changes told with "rebooked" / "extended through" (round 11).
@@ -354,6 +358,7 @@ LIFTED_AND_REBOOKED = [
     ("Never use emojis in replies.", "Emojis in replies are fine now."),
     ("The train to Leeds leaves at 9:10.", "The train to Leeds was rebooked to leave at 11:40."),
     ("The free trial ends on May 1.", "The free trial was extended through May 15."),
+    ("No calls before 9 am.", "Calls from 8 am are fine now."),
 ]
 
 
@@ -501,7 +506,7 @@ def test_a_note_never_corrects_itself_and_long_notes_are_accepted():
     # written blind to one brief: 45 / 40 / 30 / 45 pairs
     *((path, {"correction": 30, "paraphrase": 30, "refinement": 20, "distinct": 30}, 150)
       for path in (HOLDOUT4, HOLDOUT5, HOLDOUT6, HOLDOUT7, HOLDOUT8, HOLDOUT9, HOLDOUT10,
-                   HOLDOUT11, HOLDOUT12)),
+                   HOLDOUT11, HOLDOUT12, HOLDOUT13)),
 ], ids=lambda p: p.stem if isinstance(p, Path) else "")
 def test_data_files_are_well_formed(path, minimum, size):
     rows = load_pairs(path)
@@ -528,7 +533,8 @@ def test_held_out_sets_share_no_pair_with_any_other_file():
              frozenset((HOLDOUT6, HOLDOUT5)): {("user's flat is on the fourth floor.",
                                                 "user's apartment is on the 4th floor.")}}
     for held_out in (HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT5, HOLDOUT6, HOLDOUT7,
-                     HOLDOUT8, HOLDOUT9, HOLDOUT10, HOLDOUT11, HOLDOUT12):
+                     HOLDOUT8, HOLDOUT9, HOLDOUT10, HOLDOUT11, HOLDOUT12,
+                     HOLDOUT13):
         for other in ALL_FILES:
             if other != held_out:
                 shared = keys(held_out) & keys(other)

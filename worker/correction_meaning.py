@@ -18,6 +18,8 @@ from worker import correction_parse as cp
 from worker.correction_parse import Note as _Note
 
 _YEAR = re.compile(r"^(?:1[89]|20)\d\ds?$")
+# Prepositions before a year that close or place a past span ("until 2019", "in 2015").
+_CLOSING = frozenset({"@to", "@in", "@until", "@till", "@through", "@from", "@since"})
 _DATE_CLASSES = frozenset({"month", "season", "weekday"})
 # Words that only place a date ("last summer", "two years ago"); they come and go with it.
 _DATE_WORDS = lx.keys(frozenset({"last", "next", "ago", "year", "month", "week", "early",
@@ -80,6 +82,14 @@ def other_period(old: _Note, new: _Note) -> bool:
     periods = ("this_period", "last_period")
     return any(a in old.markers and b in new.markers and a not in new.markers
                and b not in old.markers for a, b in (periods, periods[::-1]))
+
+
+def closed_period(old: _Note, new: _Note) -> bool:
+    """The earlier note dates what it tells to a span that ended ("from 2015 to 2019", "until
+    2019", "in 2015") and the later one does not speak of that span."""
+    years = [i for i, t in enumerate(old.tokens) if _YEAR.match(t)]
+    return any(i > 0 and old.tokens[i - 1] in _CLOSING and old.tokens[i] not in new.tokens
+               for i in years)
 
 
 def one_occurrence(old: _Note, new: _Note) -> bool:

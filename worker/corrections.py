@@ -212,9 +212,12 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
             or (not weak and mn.another_day(old, new, e_only, l_only))):
         # Another trip on another date, the user's habit on another day: both hold.
         return _verdict(Relation.DISTINCT, 0.8, [*signals, "another_occasion"])
-    if mn.plan_and_outcome(old, new) or mn.one_occurrence(old, new) or mn.other_period(old, new):
+    ended = old.past and not new.past and not strong and mn.closed_period(old, new)
+    if mn.plan_and_outcome(old, new) or mn.one_occurrence(old, new) or (
+            mn.other_period(old, new) or ended):
         # A plan and what happened, a habit and one exception to it, this year's and last
-        # year's: both hold.
+        # year's, a state that ended ("lived in Madrid from 2015 to 2019") and the present
+        # one: both hold.
         return _verdict(Relation.DISTINCT, 0.8, [*signals, "another_occasion"])
     if (holders & (e_only | l_only) or rl.holder_chain(old, new) or rl.holder_moved(old, new)) and (
             new.has_subject and not new.pronoun):
@@ -246,11 +249,14 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
     change_verb = fresh & pt.CHANGE_VERB_MARKERS
     elsewhere = (bool(change_verb) and not (fresh & _STRONG_NAMES) - change_verb and (
         rl.other_subject(old, new))) or (bool(strong or weak) and rl.other_lead(old, new))
-    # (a rival value with the polarity turned too, "Don't call Ana after 9 pm" / "Texts to Ana
-    # after 9 pm are fine now", lifts nothing of the earlier rule: the change is elsewhere)
+    # A rival thing with the polarity turned too ("Don't call Ana after 9 pm" / "Texts to Ana
+    # after 9 pm are fine now") lifts nothing of the earlier rule: the change is elsewhere. A
+    # new time or amount ("no meetings before 10 am" / "from 8:30 am is fine now") moves it.
     # ("are fine now" lifts a rule: it speaks of polarity, not of a value)
     value_marker = bool((fresh & _STRONG_NAMES) - {"now_allowed"})
-    if conflict and marked and not elsewhere and not (flip and not value_marker) and (
+    rival_thing = bool((e_classes & l_classes) - {"number"})
+    if conflict and marked and not elsewhere and not (
+            flip and rival_thing and not value_marker) and (
             anchors or fragment or (bare and len(undated) <= 2)):
         return _verdict(Relation.CORRECTION, 0.8, [*signals, "class_value_change"])
     if flip and agrees and not strong:
@@ -260,7 +266,8 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
             return _verdict(Relation.REFINEMENT, 0.65, [*signals, "negation_agrees"])
         return _verdict(Relation.PARAPHRASE, 0.45, [*signals, "negation_agrees"])
     if flip:
-        if strong and anchors and not additive and related and (value_marker or not conflict):
+        if strong and anchors and not additive and related and (
+                value_marker or not rival_thing):
             return _verdict(Relation.CORRECTION, 0.7, [*signals, "marker_on_shared_topic"])
         if len(e_only) == 1 and len(l_only) == 1 and not strong:
             (a,), (b,) = e_only, l_only
