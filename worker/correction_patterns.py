@@ -183,7 +183,9 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # Household words ("moved the family to Denver") still say the user moved house, and
         # the user's whole holdings ("moved everything to GCP", "their accounts to a credit
         # union") are the user's choice moving: both stay relocations.
-        ("moved_slot", r"\b(?:moved|moving|moves) (?:the )?(?P<keep>(?!(?:home|house) to\b)"
+        # ("Move the daily digest to 6:15 am": an instruction to change the slot)
+        ("moved_slot", r"\b(?:moved|moving|moves|^\W*move) (?:the )?"
+                       r"(?P<keep>(?!(?:home|house) to\b)"
                        r"(?!(?:the|my|our|their|his|her|it|back|here|there|away|out|over|"
                        r"abroad|family|kids|them|us|in|with|recently|just|finally|permanently|"
                        r"all|everyone|everything)\b)\w+(?: \w+)?) to\b"),
@@ -197,7 +199,8 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # ("rebooked to depart at 2:15 pm", "extended through August 2028")
         ("rescheduled", r"\b(?:slipped|pushed(?: back)?|postponed|delayed|rescheduled|bumped"
                         r"|rebooked|brought forward) (?P<keep>(?:(?!(?:to|until|till)\b)"
-                        r"[\w'-]+ ){0,3}?)(?:to|until|till)\b"),
+                        r"[\w'-]+ ){0,3}?)(?:to|until|till)\b"
+                        r"|\b(?:rebooked|rescheduled) (?:for)\b"),
         ("rescheduled", r"\bextended (?P<keep>(?:(?!(?:through|until|till)\b)[\w'-]+ ){0,3}?)"
                         r"(?:through|until|till)\b"),
         ("became", r"\b(?:went|go|goes|became|become|becomes|turned|turns|got|gets|get) "
