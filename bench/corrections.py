@@ -10,7 +10,8 @@ The data files and their roles (see FILES):
     saw the detector or the other data) as the judge of round 11, and scored blind on the
     round-10 and the round-11 detector (BLIND_AT_FREEZE). Then its one wrong merge (a
     residence that ended in 2019 beside the present one) and the one correction round 11 lost
-    on it (a lifted rule with a new time) were fixed, so those cells are not blind.
+    on it (a lifted rule with a new time) were fixed, and two change markers it showed were
+    added ("rebooked for", an imperative "Move the X to"), so those cells are not blind.
   * tests/data/correction_pairs_holdout12.tsv - written blind (by someone who never
     saw the detector or the other data; personal notes, business notes and instructions to
     the agent) before round 11 started. Scored blind on the round-10 detector and on round 10
@@ -121,7 +122,9 @@ FILES = {
                         "agent) as the judge of round 11: scored blind on round 10 and on "
                         "round 11 (below), then its one blind wrong merge - a residence that "
                         "ended in 2019 beside the present one - and the correction round 11 "
-                        "had lost (a new time with a lifted rule) were fixed"),
+                        "had lost (a new time with a lifted rule) were fixed, and two change "
+                        "markers it showed ('rebooked for', an imperative 'Move the X to') "
+                        "added"),
     "held-out set 12": (DATA / "correction_pairs_holdout12.tsv",
                         "written blind before round 11 began: scored blind on round 10 and on "
                         "round 10 with WordNet synonyms (the same score; not shipped); tuning "
