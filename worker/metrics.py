@@ -94,7 +94,6 @@ def observe_write(result: dict[str, Any]) -> None:
 
 def observe_cycle(report: dict[str, Any]) -> None:
     s = series()
-    s.cycles.labels(status=str(report.get("status"))).inc()
     for phase in report.get("phases") or []:
         name = str(phase.get("phase"))
         s.phase_seconds.labels(phase=name).observe(float(phase.get("duration_ms", 0)) / 1000)
@@ -105,6 +104,9 @@ def observe_cycle(report: dict[str, Any]) -> None:
                 s.phase_counts.labels(phase=name, outcome=str(outcome)).inc(value)
     s.model_calls.inc(int(report.get("model_calls") or 0))
     s.model_tokens.inc(int(report.get("model_tokens") or 0))
+    # Counted last: this runs after the caller already has the result (task_postrun), so a
+    # scrape that sees the cycle must also see its phases.
+    s.cycles.labels(status=str(report.get("status"))).inc()
 
 
 class DatabaseGauges:
