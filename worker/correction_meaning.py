@@ -84,9 +84,12 @@ def other_period(old: _Note, new: _Note) -> bool:
                and b not in old.markers for a, b in (periods, periods[::-1]))
 
 
-def closed_period(old: _Note, new: _Note) -> bool:
-    """The earlier note dates what it tells to a span that ended ("from 2015 to 2019", "until
-    2019", "in 2015") and the later one does not speak of that span."""
+def ended_state(old: _Note, new: _Note) -> bool:
+    """The earlier note tells, in the past, of a span that ended ("lived in Madrid from 2015
+    to 2019", "until 2019", "in 2015") and the later one tells the present without that
+    span."""
+    if not old.past or new.past:
+        return False
     years = [i for i, t in enumerate(old.tokens) if _YEAR.match(t)]
     return any(i > 0 and old.tokens[i - 1] in _CLOSING and old.tokens[i] not in new.tokens
                for i in years)

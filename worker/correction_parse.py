@@ -241,13 +241,12 @@ def _drop_city(tokens: list[str]) -> list[str]:
 # goes in front as in "Priya's son Arjun is 7", so both spellings parse alike.
 _APPOSITION = re.compile(r"^(?P<name>[A-Z][a-z]+), (?P<holder>(?:the user's|my|his|her|their|"
                          r"our|[A-Z][a-z]+'s) (?:[a-z-]+ )?[a-z-]+), ")
-
-
 _ANIMALS = frozenset({"dog", "cat", "pet", "puppy", "kitten", "horse"})
 
 
 def _plain(text: str) -> str:
-    """Accents dropped ("Kraków" = "Krakow", "Tomás" is a name), an apposition turned around."""
+    """The note cut to its limit, accents dropped ("Kraków" = "Krakow", "Tomás" is a name),
+    curly apostrophes made plain, an apposition turned around."""
     text = "".join(c for c in unicodedata.normalize("NFKD", text[:MAX_TEXT_CHARS])
                    if not unicodedata.combining(c)).replace("\u2019", "'")
     match = _APPOSITION.match(text)
@@ -288,15 +287,15 @@ def parse(text: str) -> Note:
         against |= _without(tokens)
         if comparison:
             against |= comparison[1] - comparison[0]
-    lower = unicodedata.normalize("NFKC", text[:MAX_TEXT_CHARS]).lower().replace("\u2019", "'")
+    lower = unicodedata.normalize("NFKC", text).lower()  # (_plain cut it and set its quotes)
     first = _SUBJECT.search(lower)
     own = bool(first) and first is not None and first[1] in _NOMINATIVE and not first[2]
     return Note(tuple(tokens), negated, tuple(clauses), markers,
                 frozenset(filter(is_content, rejected_tokens)), bool(subject),
                 bool(subject & 2), frozenset(verbs), frozenset(starts), comparison,
                 frozenset(against) - GENERIC, own, bool(_PAST_EVENT.search(lower)),
-                frozenset(a.lower() for a in _ACRONYM.findall(text[:MAX_TEXT_CHARS])),
-                frozenset(lx.canon(n.lower()) for n in _NAME.findall(text[:MAX_TEXT_CHARS])),
+                frozenset(a.lower() for a in _ACRONYM.findall(text)),
+                frozenset(lx.canon(n.lower()) for n in _NAME.findall(text)),
                 bool(_INSTRUCTION.match(lower)), bool(_WHOLE.search(lower)), _past(lower),
                 _lead(lower))
 

@@ -200,7 +200,7 @@ STRONG_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("rescheduled", r"\b(?:slipped|pushed(?: back)?|postponed|delayed|rescheduled|bumped"
                         r"|rebooked|brought forward) (?P<keep>(?:(?!(?:to|until|till)\b)"
                         r"[\w'-]+ ){0,3}?)(?:to|until|till)\b"
-                        r"|\b(?:rebooked|rescheduled) (?:for)\b"),
+                        r"|\b(?:rebooked|rescheduled) for\b"),
         ("rescheduled", r"\bextended (?P<keep>(?:(?!(?:through|until|till)\b)[\w'-]+ ){0,3}?)"
                         r"(?:through|until|till)\b"),
         ("became", r"\b(?:went|go|goes|became|become|becomes|turned|turns|got|gets|get) "

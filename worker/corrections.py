@@ -212,9 +212,8 @@ def _decide(old: _Note, new: _Note, similarity: float | None) -> Verdict:
             or (not weak and mn.another_day(old, new, e_only, l_only))):
         # Another trip on another date, the user's habit on another day: both hold.
         return _verdict(Relation.DISTINCT, 0.8, [*signals, "another_occasion"])
-    ended = old.past and not new.past and not strong and mn.closed_period(old, new)
     if mn.plan_and_outcome(old, new) or mn.one_occurrence(old, new) or (
-            mn.other_period(old, new) or ended):
+            mn.other_period(old, new) or (not strong and mn.ended_state(old, new))):
         # A plan and what happened, a habit and one exception to it, this year's and last
         # year's, a state that ended ("lived in Madrid from 2015 to 2019") and the present
         # one: both hold.
