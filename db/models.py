@@ -387,6 +387,29 @@ Index(
     postgresql_where=text("last_message_seq > extracted_through_seq"),
 )
 
+# A deleted conversation leaves its id behind, whoever deleted it: only such a conversation
+# makes a note's source reference stale (stale-reference pruning).
+conversation_tombstones = Table(
+    "conversation_tombstones",
+    metadata,
+    Column("conversation_id", Text, primary_key=True),
+    _ts("deleted_at", default_now=True, nullable=False),
+)
+
+TOMBSTONE_FUNCTION = """
+CREATE FUNCTION memory_conversation_tombstone() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO conversation_tombstones (conversation_id) VALUES (OLD.id)
+    ON CONFLICT (conversation_id) DO UPDATE SET deleted_at = EXCLUDED.deleted_at;
+    RETURN OLD;
+END
+$$"""
+event.listen(metadata, "before_create", DDL(TOMBSTONE_FUNCTION))
+event.listen(conversations, "after_create", DDL(
+    "CREATE TRIGGER conversations_tombstone AFTER DELETE ON conversations "
+    "FOR EACH ROW EXECUTE FUNCTION memory_conversation_tombstone()"))
+
 conversation_messages = Table(
     "conversation_messages",
     metadata,
@@ -492,7 +515,7 @@ Index(
 
 NOTE_EVENT_ACTIONS = (
     "hardened", "deduplicated", "reinforced", "revoked", "flagged", "consolidated", "created",
-    "archived", "expired", "decayed", "scored", "pruned",
+    "archived", "expired", "decayed", "scored", "pruned", "restored",
 )
 
 note_events = Table(

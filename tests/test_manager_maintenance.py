@@ -135,6 +135,8 @@ def test_stale_reference_pruning_pages_through_the_table(runtime, services):
     with runtime.db.transaction() as conn:  # a note whose source conversation is gone
         conn.exec_driver_sql("UPDATE notes SET source_conversation_id = 'deleted' "
                              "WHERE id = %s", (max(ids),))
+        conn.exec_driver_sql("INSERT INTO conversation_tombstones (conversation_id) "
+                             "VALUES ('deleted')")
     deps = phase_deps(runtime, settings=settings)
     seen = []
     for _ in range(3):

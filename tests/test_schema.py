@@ -37,6 +37,12 @@ CATALOG_QUERIES = {
           AND proname NOT IN (SELECT p.proname FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
                               WHERE d.deptype = 'e')
         ORDER BY proname""",
+    "triggers": """
+        SELECT event_object_table, trigger_name, action_timing, event_manipulation,
+               action_orientation, action_statement
+        FROM information_schema.triggers
+        WHERE trigger_schema = 'public'
+        ORDER BY 1, 2, 4""",
     "extensions": "SELECT extname FROM pg_extension ORDER BY extname",
 }
 

@@ -87,18 +87,17 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     }
 
 
-class MemoryCelery(Celery):
-    def on_configure(self) -> None:  # called once, when the configuration is first needed
-        self.conf.update(celery_config(get_settings()))
-
-
 class MemoryTask(Task):
     # Flower and `celery inspect` see argument summaries, never memory text.
     Request = "worker.masking:MaskedRequest"
 
 
-app = MemoryCelery("memory", task_cls=MemoryTask, amqp="worker.masking:MaskingAMQP",
-                   include=["worker.tasks"])
+app = Celery("memory", task_cls=MemoryTask, amqp="worker.masking:MaskingAMQP",
+             include=["worker.tasks"])
+# A promise, evaluated when the configuration is first read (whatever reads it first: a
+# client's send_task, a worker's start-up), so the environment can be prepared after import.
+# Updating `app.conf` from an on_configure hook instead re-enters the pending load.
+app.add_defaults(lambda: celery_config(get_settings()))
 # Liveness: every worker touches a heartbeat file while its event loop turns, so a probe can
 # tell a hung worker without the broker (worker/health.py).
 app.steps["worker"].add("worker.health:WorkerHeartbeat")

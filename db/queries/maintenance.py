@@ -181,7 +181,8 @@ def expire_page(conn: Connection, *, now: datetime, limit: int, cycle_id: int | 
 
 # --- stale references ------------------------------------------------------------------------
 
-# An injectable note whose references went stale: its source conversation was deleted, or it
+# An injectable note whose references went stale: its source conversation was recorded and
+# then deleted (a tombstone; a conversation this system never held is only provenance), or it
 # was superseded / consolidated into another note but is still injectable (left behind by an
 # interrupted change). Paged by id from a stored cursor, wrapping around, so every note is
 # visited in turn instead of the same oldest page every time.
@@ -197,8 +198,11 @@ WITH page AS (
              ELSE 'source conversation deleted' END AS reason
     FROM page JOIN notes n ON n.id = page.id
     WHERE n.superseded_by IS NOT NULL OR n.consolidated_into_note_id IS NOT NULL
-       OR (n.source_conversation_id IS NOT NULL AND NOT EXISTS (
-               SELECT 1 FROM conversations c WHERE c.id = n.source_conversation_id))
+       OR (n.source_conversation_id IS NOT NULL
+           AND EXISTS (SELECT 1 FROM conversation_tombstones t
+                       WHERE t.conversation_id = n.source_conversation_id)
+           AND NOT EXISTS (SELECT 1 FROM conversations c
+                           WHERE c.id = n.source_conversation_id))
     FOR UPDATE OF n SKIP LOCKED
 ), archived AS (
     UPDATE notes n SET status = '{_ARCHIVED}', valid_to = greatest(n.valid_from, :now),

@@ -1,0 +1,60 @@
+"""The system tier: the product as its users run it.
+
+A real `celery worker` process (prefork, both queues) started the way an operator starts it,
+tasks sent by their documented names with `app.send_task` as an agent service in any
+language would, and every effect read back from Postgres. One worker per module: its queue
+bindings live in Redis, so between tests only our own keys are cleared, never Kombu's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.conftest import TABLES, Services
+from tests.helpers import WorkerProcess
+
+_HERE = str(__import__("pathlib").Path(__file__).parent)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if str(item.path).startswith(_HERE):
+            item.add_marker(pytest.mark.system)
+
+
+@pytest.fixture(autouse=True)
+def clean_state(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Empty tables and our Redis keys; Kombu's bindings stay for the module's worker."""
+    services: Services = request.getfixturevalue("services")
+    with psycopg.connect(services.database_url, autocommit=True) as conn:
+        conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
+    import redis
+
+    client = redis.Redis.from_url(services.redis_url)
+    for key in client.scan_iter("memory:*"):
+        client.delete(key)
+    yield
+
+
+@pytest.fixture(scope="module")
+def system_worker(services: Services, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[WorkerProcess]:
+    log_dir = tmp_path_factory.mktemp("system-worker")
+    worker = WorkerProcess("system", log_dir, concurrency=2,
+                           queues="memory.writes,memory.manager").start()
+    try:
+        worker.wait_ready()
+        yield worker
+    finally:
+        worker.stop()
+
+
+def send(name: str, *args: Any, **kwargs: Any) -> Any:
+    """Send a task by its documented name, as any client would."""
+    from worker.celery_app import app
+
+    return app.send_task(name, args=list(args), kwargs=kwargs)
