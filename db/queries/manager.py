@@ -47,11 +47,13 @@ WHERE maintenance AND status <> 'skipped'
 ORDER BY started_at DESC LIMIT 1
 """)
 
-# New notes that reached the pool (hardened or extracted) since a point in time.
-_NEW_NOTES_SINCE = text("""
+# New notes that reached the pool (hardened or extracted) in the cycles after a maintenance
+# cycle. The maintenance cycle's own new notes do not count: its maintenance phases ran after
+# its hardening and extraction and have already seen them.
+_NEW_NOTES_AFTER = text("""
 SELECT coalesce(sum((counts ->> 'new_notes')::bigint), 0) AS new_notes
 FROM manager_cycles
-WHERE status <> 'skipped' AND started_at >= :since
+WHERE status <> 'skipped' AND id > :cycle_id
 """)
 
 _LAST_WATERMARKS = text("""
@@ -100,13 +102,14 @@ def update_cycle(conn: Connection, cycle_id: int, *, status: CycleStatus, mainte
     })
 
 
-def last_maintenance_started(conn: Connection) -> datetime | None:
+def last_maintenance(conn: Connection) -> tuple[int, datetime] | None:
+    """The id and start of the last maintenance cycle, if any."""
     row = conn.execute(_LAST_MAINTENANCE).first()
-    return None if row is None else row.started_at
+    return None if row is None else (int(row.id), row.started_at)
 
 
-def new_notes_since(conn: Connection, since: datetime) -> int:
-    return int(conn.execute(_NEW_NOTES_SINCE, {"since": since}).scalar_one())
+def new_notes_after_cycle(conn: Connection, cycle_id: int) -> int:
+    return int(conn.execute(_NEW_NOTES_AFTER, {"cycle_id": cycle_id}).scalar_one())
 
 
 def last_watermarks(conn: Connection) -> dict[str, Any]:

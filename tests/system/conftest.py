@@ -41,11 +41,13 @@ def clean_state(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def system_worker(services: Services, tmp_path_factory: pytest.TempPathFactory
-                  ) -> Iterator[WorkerProcess]:
+def system_worker(request: pytest.FixtureRequest, services: Services,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
+    """The module's worker; a module sets `WORKER_ENV` to start it with other settings."""
     log_dir = tmp_path_factory.mktemp("system-worker")
     worker = WorkerProcess("system", log_dir, concurrency=2,
-                           queues="memory.writes,memory.manager").start()
+                           queues="memory.writes,memory.manager",
+                           env=getattr(request.module, "WORKER_ENV", None)).start()
     try:
         worker.wait_ready()
         yield worker

@@ -26,11 +26,11 @@ from db.queries.manager import (
     ConcurrentChange,
     abandon_running_cycles,
     insert_cycle,
-    last_maintenance_started,
+    last_maintenance,
     last_watermarks,
     memo_get,
     memo_put,
-    new_notes_since,
+    new_notes_after_cycle,
     release_cycle_lock,
     try_cycle_lock,
     update_cycle,
@@ -172,13 +172,14 @@ def _run_phase(name: str, phase: Phase, deps: PhaseDeps, started: float) -> dict
 def maintenance_due(deps: PhaseDeps) -> tuple[bool, str]:
     settings = deps.settings
     with deps.db.read() as conn:
-        last = last_maintenance_started(conn)
-        deps.last_maintenance = last
-        if last is None:
+        previous = last_maintenance(conn)
+        if previous is None:
             return True, "no maintenance has run yet"
+        last_id, last = previous
+        deps.last_maintenance = last
         if deps.now - last >= timedelta(hours=settings.maintenance_interval_hours):
             return True, f"{settings.maintenance_interval_hours:g} h since the last maintenance"
-        new = new_notes_since(conn, last)
+        new = new_notes_after_cycle(conn, last_id)
     if new >= settings.maintenance_new_note_trigger:
         return True, f"{new} new notes since the last maintenance"
     return False, f"{new} new notes since the last maintenance, last one at {last.isoformat()}"
