@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,27 +88,55 @@ def unencodable_reason(value: str) -> str | None:
     return None
 
 
-def parse_identifier(payload: dict[str, Any], key: str, *, required: bool,
-                prefix: str = "run") -> str | Invalid | None:
-    value = payload.get(key)
+def parse_id_value(value: Any, name: str, *, required: bool) -> str | Invalid | None:
+    """The one identifier rule of every task, writes and reads alike: a string (trimmed), or
+    an integer meaning its decimal string (JSON clients often send numeric ids). Floats,
+    booleans, lists and objects are refused: 7.0 or true as an id is a sender's mistake, and
+    guessing its string would file memory under an id nobody reads back."""
     if value is None:
-        return Invalid(f"{prefix}.{key} is required") if required else None
+        return Invalid(f"{name} is required") if required else None
     if isinstance(value, bool) or not isinstance(value, str | int):
-        return Invalid(f"{prefix}.{key} must be a string, not {type(value).__name__}")
+        return Invalid(f"{name} must be a string or an integer, not {type(value).__name__}")
     text = str(value).strip()
     if not text:
-        return Invalid(f"{prefix}.{key} is empty") if required else None
+        return Invalid(f"{name} is empty") if required else None
     if len(text) > MAX_ID_LENGTH:
-        return Invalid(f"{prefix}.{key} is longer than {MAX_ID_LENGTH} characters")
+        return Invalid(f"{name} is longer than {MAX_ID_LENGTH} characters")
     problem = unencodable_reason(text)
     if problem:
-        return Invalid(f"{prefix}.{key} {problem}")
+        return Invalid(f"{name} {problem}")
     return text
+
+
+def parse_identifier(payload: dict[str, Any], key: str, *, required: bool,
+                prefix: str = "run") -> str | Invalid | None:
+    return parse_id_value(payload.get(key), f"{prefix}.{key}", required=required)
+
+
+NON_FINITE = "{where} holds a number that is not finite (NaN or Infinity)"
+
+
+def non_finite_number(value: Any) -> bool:
+    """Whether a NaN or an infinity hides anywhere in a decoded JSON value. Postgres refuses
+    them in jsonb, so they must be refused as input, not met as a storage error. Iterative: a
+    deeply nested payload must not exhaust the stack here."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
 
 
 def _scalar_problem(item: Any) -> str | None:
     if not isinstance(item, str | int | float | bool):
         return "must be a scalar value"
+    if isinstance(item, float) and not math.isfinite(item):
+        return "must be a finite number"
     if isinstance(item, str) and (len(item) > MAX_ID_LENGTH or unencodable_reason(item)):
         return "is not a valid value"
     return None

@@ -15,7 +15,7 @@ from worker.celery_app import MemoryTask, app
 from worker.context import build_context
 from worker.conversations import record_conversation
 from worker.manager.cycle import run_manager_cycle
-from worker.payloads import Invalid, parse_request_scope
+from worker.payloads import Invalid, parse_id_value, parse_request_scope
 from worker.runtime import get_runtime
 from worker.write_path import (
     WaitForSequence,
@@ -25,6 +25,14 @@ from worker.write_path import (
 )
 
 log = logging.getLogger(__name__)
+
+
+def _surplus_arguments(task: str, signature: str, extra: tuple[Any, ...],
+                       unexpected: dict[str, Any]) -> dict[str, Any] | None:
+    """A sender passing more than a task takes gets `ok: false`, never a TypeError."""
+    if not extra and not unexpected:
+        return None
+    return {"ok": False, "error": f"{task} takes {signature}"}
 
 
 def _chained_writes(chain: Any, limit: int) -> list[Any]:
@@ -78,22 +86,31 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
 
 
 @app.task(name="memory.agent.configure", acks_late=True)
-def memory_agent_configure(agent_id: Any, config: Any) -> dict[str, Any]:
+def memory_agent_configure(agent_id: Any = None, config: Any = None, *extra: Any,
+                           **unexpected: Any) -> dict[str, Any]:
     """Set (part of) an agent's memory configuration; returns the full configuration."""
-    if not isinstance(agent_id, str) or not 0 < len(agent_id.strip()) <= 200:
-        return {"ok": False, "error": "agent_id must be a non-empty string of at most 200 chars"}
+    surplus = _surplus_arguments("memory.agent.configure", "(agent_id, config)", extra,
+                                 unexpected)
+    if surplus:
+        return surplus
+    parsed = parse_id_value(agent_id, "agent_id", required=True)
+    if isinstance(parsed, Invalid) or parsed is None:
+        return {"ok": False, "error": getattr(parsed, "reason", "agent_id is required")}
     try:
         with get_runtime().db.transaction() as conn:
-            result = configure_agent(conn, agent_id.strip(), config)
+            result = configure_agent(conn, parsed, config)
     except AgentConfigError as exc:
-        return {"ok": False, "agent_id": agent_id, "error": str(exc)}
+        return {"ok": False, "agent_id": parsed, "error": str(exc)}
     return {"ok": True, "agent_id": result.agent_id, "config": result.as_dict()}
 
 
 # The result is the memory itself: keep it out of worker logs and task events (Flower).
 @app.task(name="memory.context", resultrepr_maxsize=1)
-def memory_context(request: Any = None) -> dict[str, Any]:
+def memory_context(request: Any = None, *extra: Any, **unexpected: Any) -> dict[str, Any]:
     """Build the memory context for a run: `{"ok": true, "rendered": ..., "notes": [...]}`."""
+    surplus = _surplus_arguments("memory.context", "exactly (request)", extra, unexpected)
+    if surplus:
+        return surplus
     parsed = parse_request_scope(request)
     if isinstance(parsed, Invalid):
         return {"ok": False, "error": parsed.reason}
@@ -101,19 +118,25 @@ def memory_context(request: Any = None) -> dict[str, Any]:
     if input_text is not None and not isinstance(input_text, str):
         return {"ok": False, "error": "request.input_text must be a string"}
     include_policy = request.get("include_policy", True)
-    run_id = request.get("run_id")
+    run_id = parse_id_value(request.get("run_id"), "request.run_id", required=False)
+    if isinstance(run_id, Invalid):
+        return {"ok": False, "error": run_id.reason}
     try:
         context = build_context(get_runtime().context_deps(), parsed, input_text,
-                                include_policy=include_policy is not False,
-                                run_id=run_id if isinstance(run_id, str) else None)
+                                include_policy=include_policy is not False, run_id=run_id)
     except ScopeError as exc:
         return {"ok": False, "error": str(exc)}
     return {"ok": True, **context.as_dict()}
 
 
 @app.task(name="memory.conversation.record", acks_late=True)
-def memory_conversation_record(payload: Any = None) -> dict[str, Any]:
+def memory_conversation_record(payload: Any = None, *extra: Any,
+                               **unexpected: Any) -> dict[str, Any]:
     """Store a conversation's messages and ratings; a disposition per message."""
+    surplus = _surplus_arguments("memory.conversation.record", "exactly (payload)", extra,
+                                 unexpected)
+    if surplus:
+        return surplus
     runtime = get_runtime()
     return record_conversation(runtime.db, payload, runtime.clock())
 
@@ -121,9 +144,14 @@ def memory_conversation_record(payload: Any = None) -> dict[str, Any]:
 # Acknowledged on receipt, not after: a cycle that dies is not redelivered (the next beat
 # tick starts a fresh one, and single-flight keeps two from overlapping).
 @app.task(name="memory.manager.cycle", acks_late=False)
-def memory_manager_cycle(force: Any = False, maintenance: Any = False) -> dict[str, Any]:
+def memory_manager_cycle(force: Any = False, maintenance: Any = False, *extra: Any,
+                         **unexpected: Any) -> dict[str, Any]:
     """One Memory Manager cycle. `force`: an operator asked for it (recorded);
     `maintenance`: run the maintenance phases whatever their trigger says."""
+    surplus = _surplus_arguments("memory.manager.cycle", "(force, maintenance)", extra,
+                                 unexpected)
+    if surplus:
+        return surplus
     runtime = get_runtime()
     report = run_manager_cycle(
         runtime.db, runtime.settings, runtime._embedder_or_none(), now=runtime.clock(),
@@ -146,9 +174,15 @@ def _candidate_task(action: Any) -> dict[str, Any]:
 
 @app.task(name="memory.candidate.promote", acks_late=True)
 def memory_candidate_promote(candidate_id: Any = None, rewrite: Any = None,
-                             actor: Any = None) -> dict[str, Any]:
+                             actor: Any = None, *extra: Any, **unexpected: Any
+                             ) -> dict[str, Any]:
     """Promote a held candidate into a (provisional) note, optionally rewritten first."""
     from worker.candidates import promote_candidate
+
+    surplus = _surplus_arguments("memory.candidate.promote", "(candidate_id, rewrite, actor)",
+                                 extra, unexpected)
+    if surplus:
+        return surplus
 
     deps = get_runtime().write_deps()
     return _candidate_task(lambda: promote_candidate(deps, candidate_id, rewrite=rewrite,
@@ -157,9 +191,15 @@ def memory_candidate_promote(candidate_id: Any = None, rewrite: Any = None,
 
 @app.task(name="memory.candidate.reject", acks_late=True)
 def memory_candidate_reject(candidate_id: Any = None, reason: Any = None,
-                            actor: Any = None) -> dict[str, Any]:
+                            actor: Any = None, *extra: Any, **unexpected: Any
+                            ) -> dict[str, Any]:
     """Reject a held candidate; it is never injected."""
     from worker.candidates import reject_candidate
+
+    surplus = _surplus_arguments("memory.candidate.reject", "(candidate_id, reason, actor)",
+                                 extra, unexpected)
+    if surplus:
+        return surplus
 
     deps = get_runtime().write_deps()
     return _candidate_task(lambda: reject_candidate(deps, candidate_id, reason=reason,
@@ -169,14 +209,23 @@ def memory_candidate_reject(candidate_id: Any = None, reason: Any = None,
 # The result carries candidate text: keep it out of worker logs and task events (Flower).
 @app.task(name="memory.candidate.list", resultrepr_maxsize=1)
 def memory_candidate_list(agent_id: Any = None, run_id: Any = None, status: Any = "candidate",
-                          limit: Any = 100) -> dict[str, Any]:
+                          limit: Any = 100, *extra: Any, **unexpected: Any) -> dict[str, Any]:
     """Candidates of an agent and/or run, oldest first, with their text."""
     from worker.candidates import list_candidates
 
-    if not all(v is None or isinstance(v, str) for v in (agent_id, run_id, status)):
-        return {"ok": False, "error": "agent_id, run_id and status must be strings"}
+    surplus = _surplus_arguments("memory.candidate.list", "(agent_id, run_id, status, limit)",
+                                 extra, unexpected)
+    if surplus:
+        return surplus
+    agent = parse_id_value(agent_id, "agent_id", required=False)
+    run = parse_id_value(run_id, "run_id", required=False)
+    if isinstance(agent, Invalid) or isinstance(run, Invalid):
+        return {"ok": False, "error": next(p.reason for p in (agent, run)
+                                           if isinstance(p, Invalid))}
+    if status is not None and not isinstance(status, str):
+        return {"ok": False, "error": "status must be a string"}
     if isinstance(limit, bool) or not isinstance(limit, int):
         return {"ok": False, "error": "limit must be an integer"}
-    found = list_candidates(get_runtime().write_deps(), agent_id=agent_id, run_id=run_id,
+    found = list_candidates(get_runtime().write_deps(), agent_id=agent, run_id=run,
                             status=status, limit=limit)
     return {"ok": True, "candidates": found}

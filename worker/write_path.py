@@ -36,9 +36,11 @@ from worker.agents import config_from_row
 from worker.embeddings import Embedder, EmbeddingError
 from worker.guards import run_guards
 from worker.payloads import (
+    NON_FINITE,
     Invalid,
     RunContext,
     WriteRequest,
+    non_finite_number,
     parse_run,
     parse_seq,
     parse_write,
@@ -219,11 +221,15 @@ def apply_memory_write(
     is rejected, but still in its run's order."""
     started = time.perf_counter()
     run = parse_run(run_payload)
+    if not isinstance(run, Invalid) and non_finite_number(run_payload):
+        run = Invalid(NON_FINITE.format(where="run"))
     if isinstance(run, Invalid):
         return _unsequenced_rejection(deps, run_payload, seq_payload, run.reason, started)
     seq = parse_seq(seq_payload)
     if isinstance(seq, Invalid):
         return _unsequenced_rejection(deps, run_payload, seq_payload, seq.reason, started)
+    if malformed is None and non_finite_number(write_payload):
+        malformed = NON_FINITE.format(where="write")
     request = Invalid(malformed) if malformed else parse_write(write_payload)
     digest = payload_digest(run_payload, write_payload)
     embedding = (
