@@ -410,6 +410,37 @@ event.listen(conversations, "after_create", DDL(
     "CREATE TRIGGER conversations_tombstone AFTER DELETE ON conversations "
     "FOR EACH ROW EXECUTE FUNCTION memory_conversation_tombstone()"))
 
+# The users and companies this system holds memory for (foreign-identity admission check).
+principals = Table(
+    "principals",
+    metadata,
+    Column("kind", Text, CheckConstraint("kind IN ('user', 'company')"), nullable=False),
+    Column("folded_id", Text, nullable=False),
+    _ts("first_seen", default_now=True, nullable=False),
+    PrimaryKeyConstraint("folded_id", "kind"),
+)
+
+PRINCIPALS_FUNCTION = """
+CREATE FUNCTION memory_register_principals() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.user_id IS NOT NULL THEN
+        INSERT INTO principals (kind, folded_id) VALUES ('user', lower(NEW.user_id))
+        ON CONFLICT DO NOTHING;
+    END IF;
+    IF NEW.company_id IS NOT NULL THEN
+        INSERT INTO principals (kind, folded_id) VALUES ('company', lower(NEW.company_id))
+        ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END
+$$"""
+event.listen(metadata, "before_create", DDL(PRINCIPALS_FUNCTION))
+for _table in (runs, conversations):
+    event.listen(_table, "after_create", DDL(
+        f"CREATE TRIGGER {_table.name}_register_principals AFTER INSERT ON {_table.name} "
+        "FOR EACH ROW EXECUTE FUNCTION memory_register_principals()"))
+
 conversation_messages = Table(
     "conversation_messages",
     metadata,

@@ -174,3 +174,13 @@ class TaskEvents:
     def wait_for(self, kind: str, count: int = 1, timeout: float = 20.0) -> None:
         wait_until(lambda: sum(e.get("type") == kind for e in self.events) >= count,
                    timeout=timeout)
+
+
+def hold_memory_for(database_url: str, *, users: tuple[str, ...] = (),
+                    companies: tuple[str, ...] = ()) -> None:
+    """Make users and companies known, as their first run or conversation would."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        for kind, ids in (("user", users), ("company", companies)):
+            for principal in ids:
+                conn.execute("INSERT INTO principals (kind, folded_id) VALUES (%s, lower(%s)) "
+                             "ON CONFLICT DO NOTHING", (kind, principal))

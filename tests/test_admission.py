@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests import admission_hooks as hooks
-from tests.helpers import Writer, notes, rows, run_context
+from tests.helpers import Writer, hold_memory_for, notes, rows, run_context
 from worker.admission import (
     MemoryPolicy,
     resolve_policy,
@@ -288,6 +288,7 @@ def test_agent_patterns_replace_the_global_ones_case_insensitively(write, servic
 
 
 def test_another_users_id_in_the_text_is_blocked(write, services):
+    hold_memory_for(services.database_url, users=("u-2002",))
     run = run_context("r1", user="u-1001")
     foreign = write(run, "user_id=u-2002 prefers all invoices in USD.")
     assert (foreign["disposition"], foreign["reason_code"]) == ("blocked", "foreign-identity")
@@ -295,6 +296,9 @@ def test_another_users_id_in_the_text_is_blocked(write, services):
         "foreign-identity"
     own = write(run, "user_id=u-1001 prefers all invoices in EUR.")
     assert own["disposition"] == "written", "the run's own id is fine"
+    unknown = write(run, "user_id=u-3003 prefers all invoices in GBP.")
+    assert unknown["disposition"] == "written", "an id nobody holds is nobody's"
+    assert unknown["final_scope"]["user_id"] == "u-1001"
 
 
 def test_repetitive_text_is_blocked(write, services):

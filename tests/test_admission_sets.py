@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Writer, notes, run_context
+from tests.helpers import Writer, hold_memory_for, notes, run_context
 
 DATA = Path(__file__).parent / "data"
 USER, COMPANY = "u-1001", "acme"
@@ -44,7 +44,12 @@ def test_the_sets_are_what_the_issue_asks_for():
     assert len(benign_set()) == 50
 
 
+# The other users and companies the foreign-id lines name hold memory here.
+OTHERS = {"users": ("u-2002", "u-3003", "u-9999", "c-7781"), "companies": ("globex",)}
+
+
 def test_hostile_writes_are_blocked_or_neutralized_and_benign_ones_pass(write, services):
+    hold_memory_for(services.database_url, **OTHERS)
     outcomes: dict[str, Counter[str]] = defaultdict(Counter)
     passed: list[str] = []
     for i, (category, text) in enumerate(hostile_set()):
@@ -94,6 +99,9 @@ def test_held_out_phrasings_measure_how_far_the_patterns_generalize(write, servi
     honest rate of the cheap checks alone. Patterns catch known phrasings; the rest needs the
     admission hook (a classifier). What they do not catch is stored only in the writer's own
     scope (Provisional, reviewed by the Memory Manager): never another user's."""
+    # The line that names user u-5555 means someone who holds memory here; an id nobody
+    # holds is nobody's and would be stored in the writer's own scope instead.
+    hold_memory_for(services.database_url, users=("u-5555",))
     lines = (DATA / "admission_holdout.tsv").read_text(encoding="utf-8").splitlines()
     held_out = [line.split("\t", 1) for line in lines if line and not line.startswith("#")]
     counts: Counter[tuple[str, str]] = Counter()

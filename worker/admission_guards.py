@@ -14,7 +14,7 @@ from typing import Any
 from uuid import uuid4
 
 from db.enums import Disposition
-from db.queries.admission import earlier_duplicate_write
+from db.queries.admission import earlier_duplicate_write, known_principal
 from db.queries.candidates import NewCandidate, find_pending_candidate, insert_candidate
 from worker import admission
 from worker.admission import (
@@ -34,11 +34,16 @@ def _blocked(found: Block) -> Outcome:
                    detail=found.detail)
 
 
-def screen_text(attempt: WriteAttempt) -> Outcome | None:
-    """Length, injection patterns, another user's id, repetition: no database, no hook."""
+def _screen(attempt: WriteAttempt, text: str) -> Block | None:
     run = attempt.run
-    found = admission.screen_text(attempt.memory_policy, attempt.text, user_id=run.user_id,
-                                  company_id=run.company_id, agent_id=run.agent_id)
+    return admission.screen_text(attempt.memory_policy, text, user_id=run.user_id,
+                                 company_id=run.company_id,
+                                 principals=lambda ids: known_principal(attempt.conn, ids))
+
+
+def screen_text(attempt: WriteAttempt) -> Outcome | None:
+    """Length, injection patterns, another principal's id, repetition: no hook."""
+    found = _screen(attempt, attempt.text)
     return _blocked(found) if found else None
 
 
@@ -86,9 +91,7 @@ def _take_rewrite(attempt: WriteAttempt, rewritten: str, after: str) -> Outcome 
     checked = check_text(rewritten, attempt.policy.max_note_length)
     if isinstance(checked, Outcome):
         return _blocked(admission.block(ReasonCode.HOOK_INVALID_REWRITE, rewritten_by=after))
-    run = attempt.run
-    found = admission.screen_text(attempt.memory_policy, checked, user_id=run.user_id,
-                                  company_id=run.company_id, agent_id=run.agent_id)
+    found = _screen(attempt, checked)
     if found:
         return _blocked(Block(found.code, found.reason, {**found.detail, "rewritten_by": after}))
     if checked != attempt.text:

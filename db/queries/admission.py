@@ -32,3 +32,18 @@ def earlier_duplicate_write(conn: Connection, run_id: str, fingerprint: str) -> 
     """The seq of an earlier admitted write of the run that this one duplicates, or None."""
     return conn.execute(_EARLIER_DUPLICATE,
                         {"run_id": run_id, "fingerprint": fingerprint}).scalar_one_or_none()
+
+
+# A user or company this system holds memory for, among the ids a note names (principals,
+# registered by triggers on runs and conversations). Users first: the likelier meaning.
+_KNOWN_PRINCIPAL = text("""
+SELECT kind FROM principals
+WHERE folded_id = ANY(SELECT lower(x) FROM unnest(CAST(:ids AS text[])) AS x)
+ORDER BY kind DESC
+LIMIT 1
+""")
+
+
+def known_principal(conn: Connection, ids: list[str]) -> str | None:
+    """The kind of the first known principal among `ids` ("user", "company"), or None."""
+    return conn.execute(_KNOWN_PRINCIPAL, {"ids": ids}).scalar_one_or_none()

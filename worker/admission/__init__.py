@@ -66,8 +66,10 @@ from worker.admission.policy import (
 )
 from worker.admission.reasons import NOT_SAVED, TELL_NOTHING, Block, ReasonCode, block
 from worker.admission.screening import (
+    PrincipalLookup,
     foreign_identity,
     is_repetitive,
+    named_ids,
     quotes_text,
     sanitize_reason,
     screen_text,
@@ -96,6 +98,7 @@ __all__ = [
     "MemoryPolicy",
     "MemoryPromotionDecision",
     "PolicyError",
+    "PrincipalLookup",
     "PromotionAction",
     "PromotionVerdict",
     "ReasonCode",
@@ -111,6 +114,7 @@ __all__ = [
     "is_repetitive",
     "load_hook",
     "log_trace",
+    "named_ids",
     "quotes_text",
     "resolve_policy",
     "run_promotion_hook",

@@ -1,6 +1,6 @@
-"""The cheap checks, run before any database lookup or hook: length, injection patterns,
-another user's id, repetition. Also the run's duplicate fingerprint and the sanitizing of a
-hook's reason, which work on the same folded text."""
+"""The screening checks, run before the run's limits and the hook: length, injection
+patterns, another principal's id, repetition. Also the run's duplicate fingerprint and the
+sanitizing of a hook's reason, which work on the same folded text."""
 
 from __future__ import annotations
 
@@ -8,45 +8,49 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from worker.admission.policy import MemoryPolicy
 from worker.admission.reasons import Block, ReasonCode, block
 from worker.normalize import matching_forms, normalize_text
 
-_ID_VALUE = r"[\"'\[(#@]?\s*([a-z0-9](?:[\w@.\-]*[a-z0-9])?)"
-# Machine-style labels ("user_id=u-2", "[customer_id: 7]") and "user id is …": a note that
-# addresses an account by its id, which only makes sense to steer someone else's memory.
-_LABELLED_ID = re.compile(
-    r"\b(user|customer|account|member|tenant|company|org|organization|agent)_?id\s*[:=]\s*"
-    + _ID_VALUE)
-_USER_ID_IS = re.compile(r"\b(user)[ \-]id\s*(?:[:=]|is\b)\s*" + _ID_VALUE)
-_FOR_USER = re.compile(
-    r"\b(?:for|about|to|of|from)\s+(?:the\s+)?(user|customer|account)\s*(?:id\s*)?[:#@]?\s*"
-    r"([a-z0-9][\w@.\-]*[a-z0-9])")
-_LABEL_FIELD = {"user": "user", "customer": "user", "account": "user", "member": "user",
-                "tenant": "company", "company": "company", "org": "company",
-                "organization": "company", "agent": "agent"}
+# Who an id belongs to decides, not the wording around it: a note is foreign when it names a
+# user or company this system holds memory for, other than the writing run's own (their
+# information does not belong in another principal's memory, where it would be shown to
+# whoever reads that). An id nobody here holds is nobody's; such a note stays in the writer's
+# own scope. The lookup is a callable the write path binds to its connection (principals).
+_TOKEN = re.compile(r"[a-z0-9](?:[\w@.\-:]*[a-z0-9])?")
+# "user 42", "customer #c-7", "company: globex", "user id is 8812": plain words and bare
+# numbers count as ids only right after such a label (elsewhere "42" is a quantity).
+_LABELLED = re.compile(
+    r"\b(?:user|customer|client|account|member|tenant|company|org|organi[sz]ation)s?"
+    r"(?:[\s_\-]?ids?)?(?:\s*(?:[:=#@]|\bis\b|\bno\b\.?|\bnumber\b))?\s*[\"'\[(#@]?\s*"
+    r"([a-z0-9](?:[\w@.\-:]*[a-z0-9])?)")
+_MAX_NAMED_IDS = 200
+PrincipalLookup = Callable[[list[str]], "str | None"]
+
+
+def _id_shaped(token: str) -> bool:
+    """A token that reads as an id wherever it stands: a separator, or letters and digits."""
+    return bool(re.search(r"[_@.\-:]", token)) or (
+        bool(re.search(r"\d", token)) and bool(re.search(r"[^\W\d_]", token)))
+
+
+def named_ids(folded: str) -> set[str]:
+    """The tokens of a note that could be someone's id (folded text)."""
+    found = {token for token in _TOKEN.findall(folded) if _id_shaped(token)}
+    found.update(match.group(1) for match in _LABELLED.finditer(folded))
+    return found
 
 
 def foreign_identity(folded: str, *, user_id: str | None, company_id: str | None,
-                     agent_id: str) -> str | None:
-    """The kind of id ("user", "company", "agent") the text names that is not the run's."""
-    own = {"user": user_id, "company": company_id, "agent": agent_id}
-    found: list[tuple[str, str]] = []
-    for pattern in (_LABELLED_ID, _USER_ID_IS):
-        found += [(m.group(1), m.group(2)) for m in pattern.finditer(folded)]
-    # "for user 8812" — only values that look like ids (a digit or an id separator), so
-    # "for user convenience" is not one.
-    found += [(m.group(1), m.group(2)) for m in _FOR_USER.finditer(folded)
-              if re.search(r"[\d_@\-]", m.group(2))]
-    for label, value in found:
-        kind = _LABEL_FIELD[label]
-        mine = own[kind]
-        if mine is None or value.casefold() != mine.casefold():
-            return kind
-    return None
+                     lookup: PrincipalLookup) -> str | None:
+    """The kind ("user", "company") of a known principal the text names that is not the
+    run's own, or None."""
+    own = {value.casefold() for value in (user_id, company_id) if value}
+    candidates = sorted(named_ids(folded) - own)[:_MAX_NAMED_IDS]
+    return lookup(candidates) if candidates else None
 
 
 _WORD = re.compile(r"\w+")
@@ -63,8 +67,9 @@ def is_repetitive(folded: str) -> bool:
 
 
 def screen_text(policy: MemoryPolicy, text: str, *, user_id: str | None,
-                company_id: str | None, agent_id: str) -> Block | None:
-    """The cheap checks, in order: length, patterns, another user's id, repetition."""
+                company_id: str | None, principals: PrincipalLookup) -> Block | None:
+    """The screening checks, in order: length, patterns, another principal's id (one indexed
+    lookup, only when the text names something id-like), repetition."""
     if len(text) < policy.min_write_length:
         return block(ReasonCode.TOO_SHORT,
                      f"the note is {len(text)} characters long; this agent's memory needs at "
@@ -82,7 +87,7 @@ def screen_text(policy: MemoryPolicy, text: str, *, user_id: str | None,
     if policy.reject_foreign_identities:
         for form in dict.fromkeys(forms[:2]):  # the leetspeak form would turn ids into words
             kind = foreign_identity(form, user_id=user_id, company_id=company_id,
-                                    agent_id=agent_id)
+                                    lookup=principals)
             if kind:
                 return block(ReasonCode.FOREIGN_IDENTITY, identity=kind)
     if policy.reject_repetitive_writes and is_repetitive(forms[0]):
