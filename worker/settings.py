@@ -77,7 +77,8 @@ class Settings(BaseSettings):
     # duplicate blocking, no hook. The default patterns only match injection phrasings.
     min_write_length: int = Field(default=0, ge=0)
     reject_write_patterns: tuple[str, ...] = DEFAULT_REJECT_WRITE_PATTERNS
-    # A note that names another user's id ("user_id=u-2", "note for user 8812") is blocked.
+    # A note that names a user or company this system holds memory for, other than the run's
+    # own, is blocked (worker/admission/screening.py: who an id belongs to decides).
     reject_foreign_identities: bool = True
     # A note that repeats itself (the same sentence three times, few distinct words) is blocked.
     reject_repetitive_writes: bool = True
@@ -138,6 +139,10 @@ class Settings(BaseSettings):
     # A beat tick not started within this many seconds is dropped (the period is 900 s).
     cycle_expires_s: int = Field(default=600, ge=1, lt=900)
     cycle_time_limit_s: int = Field(default=3600, ge=60)
+    # How long a new pool process may take to start before Celery kills it (Celery's own
+    # default is 4 s). Prefork workers load the model before fork, so a start takes well
+    # under a second; this is the margin for a loaded machine.
+    worker_process_start_timeout_s: float = Field(default=60.0, gt=0)
     consolidation_similarity: float = Field(default=0.60, gt=0, le=1)
     consolidation_min_cluster: int = Field(default=3, ge=2)
     consolidation_max_cluster: int = Field(default=7, ge=2)
