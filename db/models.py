@@ -580,3 +580,18 @@ judge_memo = Table(
     PrimaryKeyConstraint("kind", "key"),
     CheckConstraint("kind IN ('pair', 'cluster')"),
 )
+
+# Messages moved aside instead of handled (worker/poison.py): `memory-worker dead-letters`.
+dead_letters = Table(
+    "dead_letters",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("task_id", Text),
+    Column("task_name", Text),
+    Column("reason", Text, nullable=False),
+    Column("deliveries", Integer),
+    Column("body", Text),
+    _ts("created_at", default_now=True, nullable=False),
+)
+Index("dead_letters_created_idx", dead_letters.c.created_at)
+

@@ -50,6 +50,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
+        # Undecodable messages go to `dead_letters` instead of only a log line.
+        "worker_consumer": "worker.poison:MemoryConsumer",
         # The model is loaded before fork, so a pool process starts in well under a second;
         # the margin covers a loaded machine and a backend that loads per process.
         "worker_proc_alive_timeout": settings.worker_process_start_timeout_s,

@@ -179,9 +179,10 @@ cli.add_typer(health_cli, name="health")
 # `memory-worker cycle run|list` (worker/cli_manager.py); `notes list|show|history`,
 # `explain`, `stats`, `write` (worker/cli_notes.py).
 from worker import cli_notes  # noqa: E402
-from worker.cli_manager import cycle_cli  # noqa: E402
+from worker.cli_manager import cycle_cli, dead_letters_cli  # noqa: E402
 
 cli.add_typer(cycle_cli, name="cycle")
+cli.add_typer(dead_letters_cli, name="dead-letters")
 cli.add_typer(cli_notes.notes_cli, name="notes")
 cli.command()(cli_notes.explain)
 cli.command()(cli_notes.stats)

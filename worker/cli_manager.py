@@ -1,5 +1,6 @@
-"""`memory-worker cycle run|list`: the Memory Manager on the command line. Registered by
-worker/cli.py."""
+"""`memory-worker cycle run|list`: the Memory Manager on the command line; and
+`memory-worker dead-letters list|show`: the messages the worker moved aside (worker/poison.py).
+Registered by worker/cli.py."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 cycle_cli = typer.Typer(help="Run or list Memory Manager cycles.", no_args_is_help=True)
+dead_letters_cli = typer.Typer(help="Messages the worker moved aside instead of handling.",
+                               no_args_is_help=True)
 console = Console()
 
 
@@ -95,3 +98,41 @@ def cycle_list(
                       str((c["counts"] or {}).get("new_notes", "")), str(c["model_calls"]),
                       c["error"] or "")
     console.print(table)
+
+
+@dead_letters_cli.command("list")
+def dead_letters_list(
+    limit: Annotated[int, typer.Option(help="How many, newest first.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Moved-aside messages: task, why, how many deliveries (bodies with `show`)."""
+    from db.queries.dead_letters import list_dead_letters
+    from worker.runtime import get_runtime
+
+    with get_runtime().db.read() as conn:
+        letters = list_dead_letters(conn, limit)
+    if as_json:
+        _dump(letters)
+        return
+    table = Table("id", "at", "task", "task id", "deliveries", "reason", "body chars")
+    for letter in letters:
+        table.add_row(str(letter["id"]), letter["created_at"].isoformat(timespec="seconds"),
+                      letter["task_name"] or "", letter["task_id"] or "",
+                      str(letter["deliveries"] or ""), letter["reason"],
+                      str(letter["body_chars"] or 0))
+    console.print(table)
+
+
+@dead_letters_cli.command("show")
+def dead_letters_show(letter_id: int) -> None:
+    """One moved-aside message with its raw body (JSON)."""
+    from db.queries.dead_letters import get_dead_letter
+    from worker.runtime import get_runtime
+
+    with get_runtime().db.read() as conn:
+        letter = get_dead_letter(conn, letter_id)
+    if letter is None:
+        print(f"no dead letter {letter_id}")
+        raise typer.Exit(1)
+    _dump(letter)
+

@@ -20,6 +20,7 @@ from celery.result import AsyncResult
 
 from worker.context import MemoryContext, build_context
 from worker.payloads import Invalid, parse_request_scope
+from worker.poison import MAX_PAYLOAD_DEPTH, too_deep
 from worker.settings import Settings, get_settings
 
 SEQ_KEY_PREFIX = "memory:run-seq:"
@@ -71,6 +72,9 @@ def enqueue_memory_writes(run: dict[str, Any], writes: Sequence[dict[str, Any]],
         raise ValueError("run['run_id'] must be a non-empty string")
     if not writes:
         return EnqueuedWrites(run_id, [], [])
+    if too_deep(run) or any(too_deep(write) for write in writes):
+        # The worker would refuse it (worker/poison.py); say so before reserving numbers.
+        raise ValueError(f"a run or write is nested deeper than {MAX_PAYLOAD_DEPTH} levels")
     settings = settings or get_settings()
     seqs = reserve_sequence_numbers(run_id, len(writes), settings)
     # Immutable signatures: a write never receives the previous write's result as an argument.

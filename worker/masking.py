@@ -22,12 +22,17 @@ SHOWN_KEYS = frozenset({
 MAX_SHOWN = 80
 
 
-def _summary(value: Any, *, shown: bool) -> Any:
+MAX_SUMMARY_DEPTH = 4  # real payloads are at most three levels deep; a deeper one is shown cut
+
+
+def _summary(value: Any, *, shown: bool, depth: int = 0) -> Any:
+    if isinstance(value, dict | list | tuple) and depth >= MAX_SUMMARY_DEPTH:
+        return f"<{type(value).__name__} nested deeper>"
     if isinstance(value, dict):
-        return {str(k)[:MAX_SHOWN]: _summary(v, shown=str(k) in SHOWN_KEYS)
+        return {str(k)[:MAX_SHOWN]: _summary(v, shown=str(k) in SHOWN_KEYS, depth=depth + 1)
                 for k, v in list(value.items())[:30]}
     if isinstance(value, list | tuple):
-        return [_summary(v, shown=False) for v in list(value)[:30]]
+        return [_summary(v, shown=False, depth=depth + 1) for v in list(value)[:30]]
     if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, str):
@@ -58,7 +63,15 @@ class MaskingAMQP(AMQP):
 
 
 class MaskedRequest(Request):
-    """What the worker reports about a task (events, `inspect active/reserved`)."""
+    """What the worker reports about a task (events, `inspect active/reserved`); and the
+    screening of poison messages before they reach the pool (worker/poison.py)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if str(self._type).startswith("memory."):
+            from worker.poison import screen_request
+
+            screen_request(self)
 
     @property
     def argsrepr(self) -> str:

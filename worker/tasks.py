@@ -16,6 +16,7 @@ from worker.context import build_context
 from worker.conversations import record_conversation
 from worker.manager.cycle import run_manager_cycle
 from worker.payloads import Invalid, parse_id_value, parse_request_scope
+from worker.poison import take_refusal
 from worker.runtime import get_runtime
 from worker.write_path import (
     WaitForSequence,
@@ -29,7 +30,13 @@ log = logging.getLogger(__name__)
 
 def _surplus_arguments(task: str, signature: str, extra: tuple[Any, ...],
                        unexpected: dict[str, Any]) -> dict[str, Any] | None:
-    """A sender passing more than a task takes gets `ok: false`, never a TypeError."""
+    """A sender passing more than a task takes gets `ok: false`, never a TypeError; so does
+    a message the worker moved aside (worker/poison.py)."""
+    from celery import current_task
+
+    refused = take_refusal(unexpected, task_id=current_task.request.id, task_name=task)
+    if refused:
+        return {"ok": False, "error": f"refused: {refused}"}
     if not extra and not unexpected:
         return None
     return {"ok": False, "error": f"{task} takes {signature}"}
@@ -63,7 +70,9 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
     disposition, so the rest of its chain still runs."""
     # Extra arguments mean a sender we do not understand: refuse the write (in the run's
     # order, when run and seq are usable) rather than guess what it meant.
-    malformed = "memory.write takes exactly (run, write, seq)" if extra or unexpected else None
+    malformed = take_refusal(unexpected, task_id=self.request.id, task_name="memory.write")
+    if malformed is None and (extra or unexpected):
+        malformed = "memory.write takes exactly (run, write, seq)"
     deps = get_runtime().write_deps()
     if self.request.parent_id is None and self.request.chain:
         # The head of a chain embeds the whole chain in one batch for the writes after it.

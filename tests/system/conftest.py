@@ -60,3 +60,23 @@ def send(name: str, *args: Any, **kwargs: Any) -> Any:
     from worker.celery_app import app
 
     return app.send_task(name, args=list(args), kwargs=kwargs)
+
+
+def publish_raw(name: str, body: str, *, queue: str = "memory.writes") -> str:
+    """Publish a message whose body is exactly `body` (JSON text nobody's encoder would
+    produce, or no JSON at all), with Celery's protocol-2 headers. Returns its task id."""
+    from uuid import uuid4
+
+    from worker.celery_app import app
+
+    task_id = str(uuid4())
+    headers = {"lang": "py", "task": name, "id": task_id, "root_id": task_id,
+               "parent_id": None, "group": None, "retries": 0, "argsrepr": "",
+               "kwargsrepr": "", "origin": "test", "ignore_result": False, "eta": None,
+               "expires": None, "timelimit": [None, None], "shadow": None}
+    target = app.amqp.queues[queue]
+    with app.producer_or_acquire() as producer:
+        producer.publish(body.encode(), exchange=target.exchange, routing_key=target.routing_key,
+                         declare=[target], headers=headers, content_type="application/json",
+                         content_encoding="utf-8", serializer=None)
+    return task_id
