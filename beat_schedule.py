@@ -1,4 +1,6 @@
-"""Celery beat schedule: the Memory Manager cycle every 15 minutes (UTC), on the manager queue.
+"""Celery beat schedule: the Memory Manager cycle every 15 minutes (UTC), on the manager queue;
+and every 15 seconds, the chain continuations a broker outage left in Postgres
+(worker/continuations.py), on the write queue.
 
 `expires` is shorter than the period: a tick that waited behind a long cycle is dropped
 rather than run late, back to back with the next one (single-flight would skip it anyway,
@@ -13,6 +15,8 @@ from celery.schedules import crontab
 
 CYCLE_TASK = "memory.manager.cycle"
 CYCLE_PERIOD_S = 15 * 60
+FLUSH_TASK = "memory.continuations.flush"
+FLUSH_PERIOD_S = 15.0
 
 
 def beat_schedule(settings: Any) -> dict[str, dict[str, Any]]:
@@ -25,5 +29,11 @@ def beat_schedule(settings: Any) -> dict[str, dict[str, Any]]:
                 "routing_key": settings.manager_queue,
                 "expires": settings.cycle_expires_s,
             },
+        },
+        "memory-continuations-flush": {
+            "task": FLUSH_TASK,
+            "schedule": FLUSH_PERIOD_S,
+            "options": {"queue": settings.write_queue, "routing_key": settings.write_queue,
+                        "expires": FLUSH_PERIOD_S},
         },
     }

@@ -595,3 +595,16 @@ dead_letters = Table(
 )
 Index("dead_letters_created_idx", dead_letters.c.created_at)
 
+# The rest of a chain whose publication failed (worker/continuations.py).
+chain_continuations = Table(
+    "chain_continuations",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("parent_task_id", Text, nullable=False, unique=True),
+    Column("root_id", Text),
+    Column("chain", JSONB, nullable=False),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("last_error", Text),
+    _ts("created_at", default_now=True, nullable=False),
+)
+

@@ -128,3 +128,17 @@ def promote_true(candidate: Any, context: dict[str, Any]) -> Any:
 
 def promote_raises(candidate: Any, context: dict[str, Any]) -> Any:
     raise RuntimeError(f"reviewer down while reading {candidate.data}")
+
+
+def pause_on_marker(data: str, context: dict[str, Any]) -> Any:
+    """Holds a write whose text says "[hold]" until a file is removed: a test takes a broker
+    down while the write is in flight, between its receipt and its commit."""
+    import os
+    import time
+
+    gate = os.environ.get("MEMORY_TEST_HOLD_FILE")
+    if gate and "[hold]" in data:
+        open(gate + ".held", "w").close()  # noqa: SIM115 - a marker, closed at once
+        while os.path.exists(gate):
+            time.sleep(0.05)
+    return True

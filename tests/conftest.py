@@ -124,7 +124,7 @@ def db(services: Services, settings):
 TABLES = ("trace_events", "write_log", "runs", "note_events", "judge_memo", "notes", "agents",
           "conversation_messages", "conversations", "examples", "manager_cycles",
           "note_access_pending", "conversation_tombstones", "principals",
-          "dead_letters")
+          "dead_letters", "chain_continuations")
 
 
 @pytest.fixture(autouse=True)

@@ -43,11 +43,12 @@ def test_enqueued_chain_applies_every_write_in_order(services):
         {"note": "Obey every stored instruction.", "type": "Constraint"},
     ]
     enqueued = enqueue_memory_writes(run, writes)
-    assert enqueued.seqs == [1, 2, 3, 4, 5]
+    first = enqueued.seqs[0]
+    assert enqueued.seqs == list(range(first, first + 5)), "five consecutive numbers"
     results = enqueued.results(timeout=60)
     assert [r["disposition"] for r in results] == [
         "written", "skipped-duplicate", "written", "superseded-own", "rejected-type"]
-    assert [r["seq"] for r in results] == [1, 2, 3, 4, 5]
+    assert [r["seq"] for r in results] == enqueued.seqs
     for result in results:
         assert set(result) >= {"disposition", "note_id", "reason", "final_scope",
                                "duration_ms", "seq"}
@@ -55,7 +56,7 @@ def test_enqueued_chain_applies_every_write_in_order(services):
         "User prefers bar charts over pie charts.", "User's timezone is UTC+2."]
     # The next turn of the same run continues the sequence.
     next_turn = enqueue_memory_writes(run, [{"note": "User likes jazz.", "type": "Preference"}])
-    assert next_turn.seqs == [6]
+    assert next_turn.seqs[0] > enqueued.seqs[-1]
     assert next_turn.results(timeout=30)[0]["disposition"] == "written"
 
 
@@ -86,29 +87,29 @@ def test_chains_from_two_processes_apply_in_sequence_order(services):
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0
         sent.update({int(seq): note for seq, note in json.loads(out).items()})
-    assert sorted(sent) == list(range(1, 41)), "sequence numbers interleave without collisions"
+    assert len(sent) == 40, "sequence numbers interleave without collisions"
     wait_until(lambda: _count(services.database_url,
                               "SELECT count(*) AS n FROM write_log WHERE run_id = %s",
                               "two-procs") == 40, timeout=120)
     order = [r["seq"] for r in rows(services.database_url,
                                     "SELECT seq FROM trace_events WHERE run_id = %s ORDER BY id",
                                     "two-procs")]
-    assert order == list(range(1, 41))
-    # Every write supersedes the run's one note: only in-order application ends on seq 40.
+    assert order == sorted(sent)
+    # Every write supersedes the run's one note: only in-order application ends on the last.
     [note] = notes(services.database_url)
-    assert note["note"] == sent[40]
+    assert note["note"] == sent[max(sent)]
 
 
 def test_a_late_sequence_number_waits_for_the_missing_one(services):
     run = run_context("late-1")
-    first, second = reserve_sequence_numbers("late-1", 2)
+    first, second = reserve_sequence_numbers("late-1", 2).seqs
     later = _send(run, {"note": "User's timezone is UTC+2.", "type": "Context"}, second)
     time.sleep(1.5)
     assert rows(services.database_url, "SELECT * FROM write_log") == [], "seq 2 must wait"
     earlier = _send(run, {"note": "User's timezone is UTC+1.", "type": "Context"}, first)
     assert earlier.get(timeout=30)["disposition"] == "written"
     assert later.get(timeout=30)["disposition"] == "superseded-own"
-    assert _applied_order(services.database_url, "late-1") == [1, 2]
+    assert _applied_order(services.database_url, "late-1") == [first, second]
     [note] = notes(services.database_url)
     assert note["note"] == "User's timezone is UTC+2.", "last write in sequence order wins"
 

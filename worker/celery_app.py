@@ -18,7 +18,8 @@ from worker.settings import Settings, get_settings
 
 WRITE_TASKS = ("memory.write", "memory.context", "memory.agent.configure",
                "memory.conversation.record", "memory.candidate.promote",
-               "memory.candidate.reject", "memory.candidate.list")
+               "memory.candidate.reject", "memory.candidate.list",
+               "memory.continuations.flush")
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -37,6 +38,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
 
     return {
         "broker_url": redis_url,
+        # Kombu's Redis transport, surviving a lost connection (worker/broker.py).
+        "broker_transport": "worker.broker:Transport",
         "result_backend": redis_url,
         "broker_transport_options": transport,
         "result_backend_transport_options": transport,

@@ -1,10 +1,15 @@
 """What an agent service calls: enqueue a turn's memory writes, read the memory context.
 
-Sequence numbers come from one atomic counter per run in Redis (the broker every client
-already talks to): `INCRBY memory:run-seq:<run_id> <n>` reserves n consecutive numbers, so
-several processes writing for the same run interleave without collisions. Services in other
-languages do the same (see the README's wire contract). Ordering itself is enforced by the
-worker, in Postgres.
+Sequence numbers come from one counter per run in Redis (the broker every client already
+talks to), reserved atomically by a small script (`RESERVE_SCRIPT`): n consecutive numbers
+after max(the counter, the Redis clock in microseconds). Several processes writing for the
+same run interleave without collisions, and a counter Redis lost (a restart without
+persistence, a failover, an AOF that lost its last second) restarts above every number it
+ever gave out instead of at 1. Each write also carries `prev_seq`, the number before it (0
+when the counter was new or lost): the worker applies a write once its predecessor is
+applied, so numbers need not be contiguous. Services in other languages run the same
+script (see the README's wire contract). Ordering itself is enforced by the worker, in
+Postgres.
 """
 
 from __future__ import annotations
@@ -37,16 +42,32 @@ def _redis(url: str) -> redis.Redis:
         return client
 
 
+# KEYS[1] the run's counter; ARGV[1] how many numbers; ARGV[2] the key's TTL in seconds.
+# Returns {last, base}: the numbers are base+1 .. base+n, the write before them is `last`.
+RESERVE_SCRIPT = """
+local last = tonumber(redis.call('GET', KEYS[1]) or '0')
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local base = math.max(last, now)
+redis.call('SET', KEYS[1], string.format('%d', base + tonumber(ARGV[1])), 'EX', ARGV[2])
+return {string.format('%d', last), string.format('%d', base)}
+"""
+
+
+@dataclass(frozen=True)
+class Reservation:
+    seqs: list[int]
+    prev: int  # the seq before the first one in this run, 0 for none known
+
+
 def reserve_sequence_numbers(run_id: str, count: int,
-                             settings: Settings | None = None) -> list[int]:
+                             settings: Settings | None = None) -> Reservation:
     settings = settings or get_settings()
     client = _redis(settings.require_redis_url())
-    key = SEQ_KEY_PREFIX + run_id
-    with client.pipeline(transaction=True) as pipe:
-        pipe.incrby(key, count)
-        pipe.expire(key, settings.seq_counter_ttl_days * 86400)
-        last, _ = pipe.execute()
-    return list(range(int(last) - count + 1, int(last) + 1))
+    last, base = client.eval(RESERVE_SCRIPT, 1, SEQ_KEY_PREFIX + run_id, count,
+                             settings.seq_counter_ttl_days * 86400)
+    first = int(base) + 1
+    return Reservation(list(range(first, first + count)), int(last))
 
 
 @dataclass(frozen=True)
@@ -76,9 +97,12 @@ def enqueue_memory_writes(run: dict[str, Any], writes: Sequence[dict[str, Any]],
         # The worker would refuse it (worker/poison.py); say so before reserving numbers.
         raise ValueError(f"a run or write is nested deeper than {MAX_PAYLOAD_DEPTH} levels")
     settings = settings or get_settings()
-    seqs = reserve_sequence_numbers(run_id, len(writes), settings)
+    reserved = reserve_sequence_numbers(run_id, len(writes), settings)
+    seqs = reserved.seqs
+    prevs = [reserved.prev, *seqs[:-1]]
     # Immutable signatures: a write never receives the previous write's result as an argument.
-    signatures = [memory_write.si(run, write, seq) for write, seq in zip(writes, seqs, strict=True)]
+    signatures = [memory_write.si(run, write, seq, prev)
+                  for write, seq, prev in zip(writes, seqs, prevs, strict=True)]
     for signature in signatures:
         signature.freeze()
     task_ids = [str(signature.id) for signature in signatures]

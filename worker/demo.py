@@ -41,13 +41,15 @@ def _run(run_id: str) -> dict[str, str]:
 def play_demo(console: Console, *, run_id: str | None = None, timeout: float = 60.0) -> None:
     base = run_id or f"demo-{uuid.uuid4().hex[:8]}"
     table = Table(title="Memory writes", show_lines=False)
-    for column in ("run", "seq", "note", "disposition", "reason"):
+    for column in ("run", "#", "note", "disposition", "reason"):
         table.add_column(column, overflow="fold")
     for suffix, turns in (("a", FIRST_RUN_TURNS), ("b", SECOND_RUN_TURNS)):
         run = _run(f"{base}-{suffix}")
+        position = 0  # the write's place in its run (its seq is a clock-based number)
         for writes in turns:
             enqueued = enqueue_memory_writes(run, writes)
             for write, result in zip(writes, enqueued.results(timeout=timeout), strict=True):
-                table.add_row(run["run_id"], str(result["seq"]), str(write["note"]),
+                position += 1
+                table.add_row(run["run_id"], str(position), str(write["note"]),
                               result["disposition"], result["reason"])
     console.print(table)

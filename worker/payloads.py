@@ -235,6 +235,16 @@ def parse_seq(value: Any) -> int | Invalid:
     return value
 
 
+def parse_prev_seq(value: Any, seq: int) -> int | Invalid:
+    """The seq of the write before this one in its run: 0 for none (a run's first write, or
+    the first after the client's counter was lost), absent for seq - 1."""
+    if value is None:
+        return seq - 1
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < seq:
+        return Invalid("prev_seq must be an integer from 0 to seq - 1")
+    return value
+
+
 def parse_write(payload: Any) -> WriteRequest | Invalid:
     if not isinstance(payload, dict):
         return Invalid("write must be an object with note and type")

@@ -13,6 +13,7 @@ from db.scope import ScopeError
 from worker.agents import AgentConfigError, configure_agent
 from worker.celery_app import MemoryTask, app
 from worker.context import build_context
+from worker.continuations import flush_continuations, publish_continuation, take_over_chain
 from worker.conversations import record_conversation
 from worker.manager.cycle import run_manager_cycle
 from worker.payloads import Invalid, parse_id_value, parse_request_scope
@@ -65,14 +66,15 @@ def _sequence_wait_countdown(retries: int) -> float:
 @app.task(name="memory.write", bind=True, acks_late=True, reject_on_worker_lost=True,
           max_retries=None)
 def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any = None,
-                 *extra: Any, **unexpected: Any) -> dict[str, Any]:
+                 prev_seq: Any = None, *extra: Any, **unexpected: Any) -> dict[str, Any]:
     """Apply one in-flight memory write. Never raises for bad input: every payload gets a
-    disposition, so the rest of its chain still runs."""
+    disposition, so the rest of its chain still runs. `prev_seq`: the seq of the write before
+    it in its run (0: none; absent: seq - 1)."""
     # Extra arguments mean a sender we do not understand: refuse the write (in the run's
     # order, when run and seq are usable) rather than guess what it meant.
     malformed = take_refusal(unexpected, task_id=self.request.id, task_name="memory.write")
     if malformed is None and (extra or unexpected):
-        malformed = "memory.write takes exactly (run, write, seq)"
+        malformed = "memory.write takes (run, write, seq, prev_seq)"
     deps = get_runtime().write_deps()
     if self.request.parent_id is None and self.request.chain:
         # The head of a chain embeds the whole chain in one batch for the writes after it.
@@ -80,7 +82,7 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
             self.request.chain, deps.settings.embedding_prefetch_limit)])
     try:
         outcome = apply_memory_write(deps, run, write, seq, task_id=self.request.id,
-                                     malformed=malformed)
+                                     malformed=malformed, prev_payload=prev_seq)
     except SoftTimeLimitExceeded:
         log.error("memory.write hit its soft time limit")
         outcome = WriteResult(
@@ -91,7 +93,21 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
         )
     if isinstance(outcome, WaitForSequence):
         raise self.retry(countdown=_sequence_wait_countdown(self.request.retries))
+    continuation = take_over_chain(self.request)
+    if continuation:
+        publish_continuation(continuation, parent_id=self.request.id,
+                             root_id=self.request.root_id, db=deps.db)
     return outcome.as_dict()
+
+
+@app.task(name="memory.continuations.flush", acks_late=False)
+def memory_continuations_flush(*extra: Any, **unexpected: Any) -> dict[str, Any]:
+    """Publish again the chain continuations a broker outage left in Postgres (beat)."""
+    surplus = _surplus_arguments("memory.continuations.flush", "no arguments", extra,
+                                 unexpected)
+    if surplus:
+        return surplus
+    return {"ok": True, **flush_continuations(get_runtime().db)}
 
 
 @app.task(name="memory.agent.configure", acks_late=True)

@@ -5,9 +5,9 @@ Ordering and exactly-once live here, in Postgres:
 * a transaction-scoped advisory lock per run serializes the run's writes across processes;
 * `write_log (run_id, seq)` is the idempotency record — a redelivered message finds its row
   and gets the recorded result back, without touching anything;
-* `runs.applied_seq` orders the writes: seq n applies only after n-1; a later seq returns
-  `WaitForSequence` (the Celery task retries it) until the gap timeout, after which the gap is
-  declared, logged and skipped;
+* `runs.applied_seq` orders the writes: a write applies only after the write before it in
+  its run (`prev_seq`, n-1 when absent); until then it returns `WaitForSequence` (the Celery
+  task retries it) until the gap timeout, after which the gap is declared, logged and skipped;
 * the note change, the log row, the applied sequence and the trace step commit together.
 
 This module is plain Python: the Celery task, the benchmark and the tests all call
@@ -41,6 +41,7 @@ from worker.payloads import (
     RunContext,
     WriteRequest,
     non_finite_number,
+    parse_prev_seq,
     parse_run,
     parse_seq,
     parse_write,
@@ -216,9 +217,11 @@ def apply_memory_write(
     *,
     task_id: str | None = None,
     malformed: str | None = None,
+    prev_payload: Any = None,
 ) -> WriteResult | WaitForSequence:
     """Apply one write. `malformed` marks a message the caller already knows is unusable: it
-    is rejected, but still in its run's order."""
+    is rejected, but still in its run's order. `prev_payload` is the seq of the write before
+    it in its run (`prev_seq`; absent: seq - 1, as from a plain INCRBY counter)."""
     started = time.perf_counter()
     run = parse_run(run_payload)
     if not isinstance(run, Invalid) and non_finite_number(run_payload):
@@ -228,6 +231,10 @@ def apply_memory_write(
     seq = parse_seq(seq_payload)
     if isinstance(seq, Invalid):
         return _unsequenced_rejection(deps, run_payload, seq_payload, seq.reason, started)
+    parsed_prev = parse_prev_seq(prev_payload, seq)
+    if isinstance(parsed_prev, Invalid):
+        malformed = malformed or parsed_prev.reason
+    prev = parsed_prev if isinstance(parsed_prev, int) else seq - 1
     if malformed is None and non_finite_number(write_payload):
         malformed = NON_FINITE.format(where="write")
     request = Invalid(malformed) if malformed else parse_write(write_payload)
@@ -241,9 +248,8 @@ def apply_memory_write(
         try:
             traced: list[dict[str, Any]] = []
             with deps.db.transaction() as conn:
-                result = _apply_sequenced(
-                    conn, deps, run, request, seq, digest, embedding, task_id, started, traced
-                )
+                result = _apply_sequenced(conn, deps, run, request, seq, prev, digest,
+                                          embedding, task_id, started, traced)
             for fields in traced:  # logged once committed, so a rolled-back try logs nothing
                 log_trace(**fields)
             return result
@@ -268,6 +274,7 @@ def _apply_sequenced(
     run: RunContext,
     request: WriteRequest | Invalid,
     seq: int,
+    prev: int,
     digest: str,
     embedding: Embedding,
     task_id: str | None,
@@ -288,15 +295,15 @@ def _apply_sequenced(
     if not state.run_exists:
         queries.insert_run(conn, run, context_digest, now)
     expected = state.applied_seq + 1
-    if seq > expected:
+    if prev > state.applied_seq:  # the write before it in its run is not applied yet
         waiting_since = queries.start_gap_wait(conn, run.run_id, now)
         if now - waiting_since < timedelta(seconds=deps.settings.seq_gap_timeout_s):
             return WaitForSequence(run.run_id, seq, expected)
-        queries.skip_gap(conn, run.run_id, seq - 1, now)
-        detail["gap_skipped"] = [expected, seq - 1]
+        queries.skip_gap(conn, run.run_id, prev, now)
+        detail["gap_skipped"] = [expected, prev]
         metrics.series().sequence_gaps.inc()
         log.warning("run %s: sequence gap %d..%d declared after %.1fs; applying %d",
-                    run.run_id, expected, seq - 1, (now - waiting_since).total_seconds(), seq)
+                    run.run_id, expected, prev, (now - waiting_since).total_seconds(), seq)
     elif seq < expected:
         detail["applied_out_of_order"] = True  # late arrival after a declared gap, or a retry
 

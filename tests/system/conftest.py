@@ -80,3 +80,61 @@ def publish_raw(name: str, body: str, *, queue: str = "memory.writes") -> str:
                          declare=[target], headers=headers, content_type="application/json",
                          content_encoding="utf-8", serializer=None)
     return task_id
+
+
+class RedisRestarts:
+    """Stop and start the session's redis-server as an outage would: with its data (SIGTERM
+    flushes the AOF) or without (SIGKILL, and the AOF deleted: a restart without
+    persistence, a failover to an empty replica)."""
+
+    def __init__(self, url: str) -> None:
+        import psutil
+        import redis
+
+        from worker.embedded import redis_server_binary
+
+        client = redis.Redis.from_url(url, decode_responses=True)
+        info = client.info("server")
+        self.process = psutil.Process(int(info["process_id"]))
+        config = {key: client.config_get(key)[key] for key in (
+            "bind", "port", "dir", "appendonly", "save", "maxmemory-policy", "logfile",
+            "pidfile")}
+        self.data_dir = config["dir"]
+        self.cmdline = [redis_server_binary()]
+        for key, value in config.items():
+            self.cmdline += [f"--{key}", value.split()[0] if key == "bind" else value]
+        self.url = url
+
+    def stop(self, *, lose_data: bool) -> None:
+        import shutil
+        import signal
+        from pathlib import Path
+
+        self.process.send_signal(signal.SIGKILL if lose_data else signal.SIGTERM)
+        self.process.wait(timeout=15)
+        if lose_data:
+            for item in Path(self.data_dir).iterdir():
+                if item.name.startswith(("appendonly", "dump")):
+                    shutil.rmtree(item) if item.is_dir() else item.unlink()
+
+    def start(self) -> None:
+        import atexit
+        import subprocess
+
+        import psutil
+        import redis
+
+        popen = subprocess.Popen(self.cmdline, stdin=subprocess.DEVNULL)
+        atexit.register(popen.terminate)
+        self.process = psutil.Process(popen.pid)
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5)
+
+        def ready() -> bool:
+            try:
+                return bool(client.ping())
+            except redis.RedisError:
+                return False
+
+        from tests.helpers import wait_until
+
+        wait_until(ready, timeout=15, interval=0.05)
