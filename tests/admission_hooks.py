@@ -138,7 +138,7 @@ def pause_on_marker(data: str, context: dict[str, Any]) -> Any:
 
     gate = os.environ.get("MEMORY_TEST_HOLD_FILE")
     if gate and "[hold]" in data:
-        open(gate + ".held", "w").close()  # noqa: SIM115 - a marker, closed at once
+        open(gate + ".held", "w").close()
         while os.path.exists(gate):
             time.sleep(0.05)
     return True
