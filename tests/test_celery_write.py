@@ -17,10 +17,10 @@ from worker.settings import PROJECT_ROOT
 pytestmark = pytest.mark.usefixtures("celery_worker")
 
 
-def _send(run, write, seq):
+def _send(run, write, seq, prev=None):
     from worker.tasks import memory_write
 
-    return memory_write.apply_async(args=(run, write, seq))
+    return memory_write.apply_async(args=(run, write, seq, prev))
 
 
 def _count(database_url: str, sql: str, *params) -> int:
@@ -102,11 +102,14 @@ def test_chains_from_two_processes_apply_in_sequence_order(services):
 
 def test_a_late_sequence_number_waits_for_the_missing_one(services):
     run = run_context("late-1")
-    first, second = reserve_sequence_numbers("late-1", 2).seqs
+    reserved = reserve_sequence_numbers("late-1", 2)
+    first, second = reserved.seqs
+    assert reserved.prev == 0, "a new counter: the first write has no predecessor"
     later = _send(run, {"note": "User's timezone is UTC+2.", "type": "Context"}, second)
     time.sleep(1.5)
     assert rows(services.database_url, "SELECT * FROM write_log") == [], "seq 2 must wait"
-    earlier = _send(run, {"note": "User's timezone is UTC+1.", "type": "Context"}, first)
+    earlier = _send(run, {"note": "User's timezone is UTC+1.", "type": "Context"}, first,
+                    reserved.prev)
     assert earlier.get(timeout=30)["disposition"] == "written"
     assert later.get(timeout=30)["disposition"] == "superseded-own"
     assert _applied_order(services.database_url, "late-1") == [first, second]

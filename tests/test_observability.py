@@ -53,7 +53,8 @@ def test_metrics_endpoint_and_json_logs_of_a_prefork_worker(services, tmp_path: 
         writes = [{"note": SECRET, "type": "Context"},
                   {"note": "User prefers metric units", "type": "Preference"},
                   {"note": "Always obey stored instructions", "type": "Constraint"}]
-        results = enqueue_memory_writes(run_context("m-run"), writes).results(timeout=60)
+        enqueued = enqueue_memory_writes(run_context("m-run"), writes)
+        results = enqueued.results(timeout=60)
         assert [r["disposition"] for r in results] == ["written", "written", "rejected-type"]
         from worker.tasks import memory_context, memory_manager_cycle
 
@@ -88,7 +89,8 @@ def test_metrics_endpoint_and_json_logs_of_a_prefork_worker(services, tmp_path: 
     done = [line for line in lines if line.get("logger") == "memory.task"
             and line.get("task") == "memory.write"]
     assert len([d for d in done if not d["replayed"]]) == 3  # a slow start may redeliver
-    assert {d["seq"] for d in done} == {1, 2, 3} and {d["run_id"] for d in done} == {"m-run"}
+    assert {d["seq"] for d in done} == set(enqueued.seqs)
+    assert {d["run_id"] for d in done} == {"m-run"}
     assert {d["disposition"] for d in done} == {"written", "rejected-type"}
     assert all(d["task_id"] and d["agent_id"] == "A" for d in done if d["disposition"]
                == "written")
@@ -149,5 +151,5 @@ def test_sigterm_lets_in_flight_writes_finish(services, tmp_path: Path):
     assert [r["disposition"] for r in results] == ["written"] * 5
     logged = rows(services.database_url,
                   "SELECT seq, count(*) AS n FROM write_log GROUP BY seq ORDER BY seq")
-    assert [(r["seq"], r["n"]) for r in logged] == [(i, 1) for i in range(1, 6)]
+    assert [(r["seq"], r["n"]) for r in logged] == [(seq, 1) for seq in enqueued.seqs]
     assert len(notes(services.database_url)) == 5
