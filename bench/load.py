@@ -1,0 +1,161 @@
+"""Load benchmark: many runs' chains queued at once, and where the time goes.
+
+    .venv/bin/python bench/load.py                        # 300 runs x 10 writes, 2 processes
+    .venv/bin/python bench/load.py --runs 100 --concurrency 3
+
+All chains are enqueued at once (as 300 agent runs ending their turns together would), through
+a real prefork worker and Redis, on the embedded stack. Reported (markdown, also written to
+bench/results/load.md):
+
+- throughput, and enqueue -> commit latency p50 / p95 / p99 per write;
+- where a write's time goes: its own work in the worker (`write_log.duration_ms`), the wait
+  behind the other chains in the queue (a chain's next write is published when the one before
+  it commits, so it joins the back of the queue: each "hop" waits for everything queued in
+  front of it), and sequence waits (a write that arrived before its predecessor committed,
+  counted from the worker's retry log lines);
+- the same for the first write of each chain (no hop) against the later ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import psycopg  # noqa: E402
+from write_path import facts, pct, reset, start_services  # noqa: E402
+
+
+def run_load(database_url: str, runs: int, per_run: int, concurrency: int,
+             log_dir: Path) -> dict[str, object]:
+    from worker.client import enqueue_memory_writes
+
+    log_path = log_dir / "load-worker.log"
+    log = open(log_path, "wb")  # noqa: SIM115
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "worker.celery_app:app", "worker", "-Q",
+         "memory.writes", "-c", str(concurrency), "-l", "INFO", "--without-gossip",
+         "--without-mingle"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    try:
+        from worker.celery_app import app
+
+        deadline = time.monotonic() + 120
+        while not app.control.ping(timeout=1.0):
+            if time.monotonic() > deadline:
+                raise RuntimeError("worker did not start")
+        warm = [enqueue_memory_writes({"run_id": f"warm-{i}", "agent_id": "bench"},
+                                      [{"note": f"warm-up fact {i}", "type": "Context"}])
+                for i in range(concurrency * 4)]
+        for item in warm:
+            item.results(timeout=120)
+        reset(database_url)
+        retries_before = log_path.read_text(errors="replace").count("Retry in")
+
+        texts = facts(runs * per_run, "load")
+        sent_at: dict[tuple[str, int], float] = {}
+        position: dict[tuple[str, int], int] = {}
+        started = time.time()
+        for r in range(runs):
+            run = {"run_id": f"load-{r}", "agent_id": "bench", "user_id": f"u{r % 50}",
+                   "company_id": "c1"}
+            handle = enqueue_memory_writes(run, [{"note": texts[r * per_run + s],
+                                                  "type": "Context"} for s in range(per_run)])
+            now = time.time()
+            for index, seq in enumerate(handle.seqs):
+                sent_at[(run["run_id"], seq)] = now
+                position[(run["run_id"], seq)] = index
+        enqueue_s = time.time() - started
+        total = runs * per_run
+        while True:
+            with psycopg.connect(database_url) as conn:
+                done = conn.execute("SELECT count(*) FROM write_log").fetchone()[0]
+            if done >= total:
+                break
+            if time.time() - started > 1800:
+                raise RuntimeError(f"only {done}/{total} writes committed")
+            time.sleep(0.2)
+        with psycopg.connect(database_url) as conn:
+            applied = conn.execute(
+                "SELECT run_id, seq, extract(epoch FROM applied_at), duration_ms "
+                "FROM write_log").fetchall()
+        retries = log_path.read_text(errors="replace").count("Retry in") - retries_before
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+        log.close()
+
+    latency = {key: (float(at) - sent_at[key]) * 1000
+               for key in ((run_id, seq) for run_id, seq, _, _ in applied)}
+    commit_at = {(run_id, seq): float(at) for run_id, seq, at, _ in applied}
+    work = [float(ms) for _, _, _, ms in applied]
+    hops: list[float] = []  # commit of a write -> commit of the next one of its chain
+    by_run: dict[str, list[float]] = defaultdict(list)
+    for (run_id, seq), at in commit_at.items():
+        by_run[run_id].append(at)
+    for times in by_run.values():
+        ordered = sorted(times)
+        hops += [(b - a) * 1000 for a, b in zip(ordered, ordered[1:], strict=False)]
+    heads = [v for k, v in latency.items() if position[k] == 0]
+    later = [v for k, v in latency.items() if position[k] > 0]
+    elapsed = max(commit_at.values()) - started
+    return {"total": total, "elapsed": elapsed, "enqueue_s": enqueue_s,
+            "latency": list(latency.values()), "heads": heads, "later": later,
+            "work": work, "hops": hops, "retries": retries}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--per-run", type=int, default=10)
+    parser.add_argument("--concurrency", type=int, default=2)
+    args = parser.parse_args()
+
+    data_dir = Path(tempfile.mkdtemp(prefix="memory-load-"))
+    database_url, _redis_url, stack = start_services(data_dir)
+    try:
+        from db.migrate import migrate
+
+        migrate(database_url)
+        reset(database_url)
+        result = run_load(database_url, args.runs, args.per_run, args.concurrency, data_dir)
+    finally:
+        stack.stop()  # type: ignore[attr-defined]
+
+    def cells(values: object) -> str:
+        v = list(values)  # type: ignore[call-overload]
+        return (f"{pct(v, 0.5):.0f} | {pct(v, 0.95):.0f} | {pct(v, 0.99):.0f} | "
+                f"{statistics.mean(v):.0f}")
+
+    total, elapsed = result["total"], result["elapsed"]
+    lines = [
+        f"{total} writes, {args.runs} runs (chains of {args.per_run}) enqueued at once in "
+        f"{result['enqueue_s']:.1f} s, {args.concurrency} worker processes: "
+        f"**{total / elapsed:.1f} writes/s** ({elapsed:.1f} s), "  # type: ignore[operator]
+        f"{result['retries']} sequence-wait retries.",
+        "",
+        "| ms | p50 | p95 | p99 | mean |",
+        "|---|---|---|---|---|",
+        f"| enqueue -> commit, every write | {cells(result['latency'])} |",
+        f"| enqueue -> commit, first write of a chain | {cells(result['heads'])} |",
+        f"| enqueue -> commit, later writes | {cells(result['later'])} |",
+        f"| one write's work in the worker (duration_ms) | {cells(result['work'])} |",
+        f"| commit -> next commit in the same chain (a hop) | {cells(result['hops'])} |",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    out = ROOT / "bench" / "results" / "load.md"
+    out.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
