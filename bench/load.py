@@ -19,6 +19,7 @@ bench/results/load.md):
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import subprocess
 import sys
@@ -94,17 +95,15 @@ def run_load(database_url: str, runs: int, per_run: int, concurrency: int,
         worker.wait(timeout=60)
         log.close()
 
-    latency = {key: (float(at) - sent_at[key]) * 1000
-               for key in ((run_id, seq) for run_id, seq, _, _ in applied)}
     commit_at = {(run_id, seq): float(at) for run_id, seq, at, _ in applied}
+    latency = {key: (at - sent_at[key]) * 1000 for key, at in commit_at.items()}
     work = [float(ms) for _, _, _, ms in applied]
     hops: list[float] = []  # commit of a write -> commit of the next one of its chain
     by_run: dict[str, list[float]] = defaultdict(list)
-    for (run_id, seq), at in commit_at.items():
+    for (run_id, _seq), at in commit_at.items():
         by_run[run_id].append(at)
     for times in by_run.values():
-        ordered = sorted(times)
-        hops += [(b - a) * 1000 for a, b in zip(ordered, ordered[1:], strict=False)]
+        hops += [(b - a) * 1000 for a, b in itertools.pairwise(sorted(times))]
     heads = [v for k, v in latency.items() if position[k] == 0]
     later = [v for k, v in latency.items() if position[k] > 0]
     elapsed = max(commit_at.values()) - started

@@ -3,6 +3,7 @@ cycle together): their cycles never overlap, and no note is hardened twice."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from tests.helpers import rows
@@ -27,7 +28,7 @@ def test_simultaneous_ticks_run_one_cycle_at_a_time(services, system_worker):
 
     cycles = rows(services.database_url, "SELECT id, started_at, finished_at FROM "
                   "manager_cycles WHERE status <> 'skipped' ORDER BY started_at")
-    for earlier, later in zip(cycles, cycles[1:], strict=False):
+    for earlier, later in itertools.pairwise(cycles):
         assert earlier["finished_at"] <= later["started_at"], "two cycles overlapped"
     hardened = rows(services.database_url, "SELECT note_id, count(*) AS n FROM note_events "
                     "WHERE action = 'hardened' GROUP BY note_id")
