@@ -92,3 +92,39 @@ def test_a_chain_outlives_a_broker_outage_longer_than_the_publish_retries(
     assert [r["seq"] for r in _log(services, "outage")] == enqueued.seqs
     assert {r["disposition"] for r in _log(services, "outage")} == {"written"}
     assert rows(services.database_url, "SELECT 1 FROM chain_continuations") == []
+
+
+def test_an_enqueue_right_after_redis_lost_its_data_is_applied(services, system_worker,
+                                                                redis_server):
+    """The worker has not reconnected (nor re-declared anything) when the client enqueues:
+    the message must still reach its queue, not vanish for want of a binding."""
+    import signal
+
+    from worker.client import enqueue_memory_writes
+
+    assert system_worker.process is not None
+    group = os.getpgid(system_worker.process.pid)
+    os.killpg(group, signal.SIGSTOP)
+    try:
+        redis_server.stop(lose_data=True)
+        redis_server.start()
+        run = {"run_id": "early-bird", "agent_id": "A", "user_id": "u-1"}
+        enqueued = enqueue_memory_writes(run, _facts(10, 3))
+    finally:
+        os.killpg(group, signal.SIGCONT)
+    assert [r["disposition"] for r in enqueued.results(timeout=120)] == ["written"] * 3
+
+
+def test_an_enqueue_while_redis_is_down_raises(services, redis_server):
+    from worker.client import enqueue_memory_writes
+
+    redis_server.stop(lose_data=False)
+    try:
+        started = time.monotonic()
+        with pytest.raises(Exception) as raised:
+            enqueue_memory_writes({"run_id": "down", "agent_id": "A"}, _facts(0, 2))
+        assert time.monotonic() - started < 30
+        assert "connect" in str(raised.value).lower() or "Connection" in type(
+            raised.value).__name__
+    finally:
+        redis_server.start()
