@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import psycopg  # noqa: E402
-from write_path import facts, pct, reset, start_services  # noqa: E402
+from write_path import facts, pct, reset, start_services, start_warm_worker  # noqa: E402
 
 
 def run_load(database_url: str, runs: int, per_run: int, concurrency: int,
@@ -41,25 +40,8 @@ def run_load(database_url: str, runs: int, per_run: int, concurrency: int,
     from worker.client import enqueue_memory_writes
 
     log_path = log_dir / "load-worker.log"
-    log = open(log_path, "wb")  # noqa: SIM115
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "worker.celery_app:app", "worker", "-Q",
-         "memory.writes", "-c", str(concurrency), "-l", "INFO", "--without-gossip",
-         "--without-mingle"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True)
+    worker, log = start_warm_worker(database_url, concurrency, log_path, level="INFO")
     try:
-        from worker.celery_app import app
-
-        deadline = time.monotonic() + 120
-        while not app.control.ping(timeout=1.0):
-            if time.monotonic() > deadline:
-                raise RuntimeError("worker did not start")
-        warm = [enqueue_memory_writes({"run_id": f"warm-{i}", "agent_id": "bench"},
-                                      [{"note": f"warm-up fact {i}", "type": "Context"}])
-                for i in range(concurrency * 4)]
-        for item in warm:
-            item.results(timeout=120)
-        reset(database_url)
         retries_before = log_path.read_text(errors="replace").count("Retry in")
 
         texts = facts(runs * per_run, "load")

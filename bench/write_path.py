@@ -21,6 +21,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -130,32 +131,41 @@ def in_process(database_url: str, runs: int, per_run: int) -> tuple[list[float],
     return with_embedding, ex_embedding
 
 
+def start_warm_worker(database_url: str, concurrency: int, log_path: Path,
+                      level: str = "WARNING") -> tuple[subprocess.Popen[bytes], Any]:
+    """A prefork write worker as its own process, every pool process warmed (plans, pools),
+    the tables emptied again. Returns the process and its open log file."""
+    from worker.client import enqueue_memory_writes
+
+    log = open(log_path, "wb")  # noqa: SIM115 - closed by the caller with the worker
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "worker.celery_app:app", "worker", "-Q",
+         "memory.writes", "-c", str(concurrency), "-l", level, "--without-gossip",
+         "--without-mingle"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    from worker.celery_app import app
+
+    deadline = time.monotonic() + 120
+    while not app.control.ping(timeout=1.0):
+        if time.monotonic() > deadline:
+            worker.terminate()
+            raise RuntimeError("worker did not start")
+    warm = [enqueue_memory_writes({"run_id": f"warm-{i}", "agent_id": "bench"},
+                                  [{"note": f"warm-up fact {i}", "type": "Context"}])
+            for i in range(concurrency * 4)]
+    for item in warm:
+        item.results(timeout=120)
+    reset(database_url)
+    return worker, log
+
+
 def through_celery(database_url: str, runs: int, per_run: int, concurrency: int,
                    log_dir: Path) -> tuple[list[float], list[float], float]:
     from worker.client import enqueue_memory_writes
 
     reset(database_url)
-    log = open(log_dir / "bench-worker.log", "wb")  # noqa: SIM115
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "worker.celery_app:app", "worker", "-Q",
-         "memory.writes", "-c", str(concurrency), "-l", "WARNING", "--without-gossip",
-         "--without-mingle"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True)
+    worker, log = start_warm_worker(database_url, concurrency, log_dir / "bench-worker.log")
     try:
-        from worker.celery_app import app
-
-        deadline = time.monotonic() + 120
-        while not app.control.ping(timeout=1.0):
-            if time.monotonic() > deadline:
-                raise RuntimeError("worker did not start")
-        # Warm every pool process (model loaded at fork; this warms plans and pools).
-        warm = [enqueue_memory_writes({"run_id": f"warm-{i}", "agent_id": "bench"},
-                                      [{"note": f"warm-up fact {i}", "type": "Context"}])
-                for i in range(concurrency * 4)]
-        for item in warm:
-            item.results(timeout=120)
-        reset(database_url)
-
         # Unloaded: one write at a time, waiting for each result.
         single = []
         for i, text in enumerate(facts(100, "single")):

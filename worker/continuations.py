@@ -16,7 +16,7 @@ import json
 import logging
 from typing import Any
 
-from db.queries.dead_letters import (
+from db.queries.continuations import (
     claim_continuations,
     continuation_failed,
     delete_continuation,
