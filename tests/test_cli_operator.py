@@ -92,6 +92,7 @@ def test_stats_counts_notes_and_cycles(runtime, services):
     assert before["notes_by_author"] == {"Agent": 1, "User": 1}
     assert before["oldest_provisional_age_s"] >= 590
     assert before["last_cycle"] is None and before["pending_writes"] == 0
+    assert (before["waiting_continuations"], before["dead_letters"]) == (0, 0)
     run_cycle(runtime)
     after = _json("stats")
     assert after["notes_by_status"]["Active"] == 2

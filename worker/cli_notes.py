@@ -173,6 +173,9 @@ def stats(as_json: JsonOption = False) -> None:
                   f"last cycle: #{last['id']} {last['status']} at {last['started_at']}"
                   f"{' (maintenance)' if last['maintenance'] else ''}")
     console.print(f"skipped cycles: {summary['skipped_cycles']}")
+    console.print(f"chain continuations waiting for the broker: "
+                  f"{summary['waiting_continuations']}")
+    console.print(f"dead letters: {summary['dead_letters']} (memory-worker dead-letters list)")
 
 
 def _queue_length(settings: Any) -> int | None:

@@ -46,6 +46,10 @@ ORDER BY id DESC LIMIT 1
 
 _SKIPPED_CYCLES = text("SELECT count(*) FROM manager_cycles WHERE status = 'skipped'")
 
+_WAITING_CONTINUATIONS = text("SELECT count(*) FROM chain_continuations")
+
+_DEAD_LETTERS = text("SELECT count(*) FROM dead_letters")
+
 
 def note_gauges(conn: Connection) -> tuple[float, dict[str, int]]:
     """The oldest provisional note's age, and notes by status: exact up to
@@ -78,4 +82,6 @@ def overview(conn: Connection) -> dict[str, Any]:
         "oldest_provisional_age_s": round(age, 1),
         "last_cycle": dict(last._mapping) if last is not None else None,
         "skipped_cycles": int(conn.execute(_SKIPPED_CYCLES).scalar_one()),
+        "waiting_continuations": int(conn.execute(_WAITING_CONTINUATIONS).scalar_one()),
+        "dead_letters": int(conn.execute(_DEAD_LETTERS).scalar_one()),
     }

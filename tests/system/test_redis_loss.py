@@ -6,6 +6,7 @@ published is kept in Postgres and published once the broker is back."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -86,6 +87,12 @@ def test_a_chain_outlives_a_broker_outage_longer_than_the_publish_retries(
         if not redis_server.process.is_running():
             redis_server.start()
     assert [r["seq"] for r in _log(services, "outage")] == enqueued.seqs[:1]
+    from typer.testing import CliRunner
+
+    from worker.cli import cli
+
+    stats = CliRunner().invoke(cli, ["stats", "--json"])
+    assert stats.exit_code == 0 and json.loads(stats.output)["waiting_continuations"] == 1
     flushed = send("memory.continuations.flush").get(timeout=60)  # what beat does every 15 s
     assert flushed == {"ok": True, "published": 1, "failed": 0}
     wait_until(lambda: len(_log(services, "outage")) == 4, timeout=90)
