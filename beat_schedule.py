@@ -13,9 +13,12 @@ from typing import Any
 
 from celery.schedules import crontab
 
-CYCLE_TASK = "memory.manager.cycle"
-CYCLE_PERIOD_S = 15 * 60
-FLUSH_TASK = "memory.continuations.flush"
+from worker import task_names
+
+CYCLE_TASK = task_names.MANAGER_CYCLE
+CYCLE_PERIOD_MIN = 15
+CYCLE_PERIOD_S = CYCLE_PERIOD_MIN * 60
+FLUSH_TASK = task_names.CONTINUATIONS_FLUSH
 FLUSH_PERIOD_S = 15.0
 
 
@@ -23,7 +26,7 @@ def beat_schedule(settings: Any) -> dict[str, dict[str, Any]]:
     return {
         "memory-manager-cycle": {
             "task": CYCLE_TASK,
-            "schedule": crontab(minute="*/15"),
+            "schedule": crontab(minute=f"*/{CYCLE_PERIOD_MIN}"),
             "options": {
                 "queue": settings.manager_queue,
                 "routing_key": settings.manager_queue,

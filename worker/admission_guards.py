@@ -36,7 +36,7 @@ def _blocked(found: Block) -> Outcome:
 
 def _screen(attempt: WriteAttempt, text: str) -> Block | None:
     run = attempt.run
-    return admission.screen_text(attempt.memory_policy, text, user_id=run.user_id,
+    return admission.screening_block(attempt.memory_policy, text, user_id=run.user_id,
                                  company_id=run.company_id,
                                  principals=lambda ids: known_principal(attempt.conn, ids))
 
@@ -88,7 +88,7 @@ def hook_context(attempt: WriteAttempt) -> dict[str, Any]:
 def _take_rewrite(attempt: WriteAttempt, rewritten: str, after: str) -> Outcome | None:
     """A hook's rewrite replaces the text: it must still be storable, passes the cheap checks
     again, and is embedded anew."""
-    checked = check_text(rewritten, attempt.policy.max_note_length)
+    checked = check_text(rewritten, attempt.write_policy.max_note_length)
     if isinstance(checked, Outcome):
         return _blocked(admission.block(ReasonCode.HOOK_INVALID_REWRITE, rewritten_by=after))
     found = _screen(attempt, checked)

@@ -182,7 +182,8 @@ def _write_note(conn: Any, deps: WriteDeps, row: dict[str, Any], text: str, embe
     agent = load_agent_config(conn, row["agent_id"])
     attempt = WriteAttempt(
         conn=conn, run=run, request=WriteRequest(note=text, type=row["type"]), seq=row["seq"],
-        agent=agent, policy=deps.policy, persisted_count=0, embedding=embedding, now=now,
+        agent=agent, write_policy=deps.write_policy, persisted_count=0, embedding=embedding,
+        now=now,
         memory_policy=resolve_policy(deps.settings, agent.memory_policy),
     )
     return run_guards(attempt, PROMOTION_PIPELINE)

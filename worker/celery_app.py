@@ -14,12 +14,8 @@ from typing import Any
 from celery import Celery, Task, signals
 from kombu import Exchange, Queue
 
+from worker import task_names
 from worker.settings import Settings, get_settings
-
-WRITE_TASKS = ("memory.write", "memory.context", "memory.agent.configure",
-               "memory.conversation.record", "memory.candidate.promote",
-               "memory.candidate.reject", "memory.candidate.list",
-               "memory.continuations.flush")
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -73,19 +69,19 @@ def celery_config(settings: Settings) -> dict[str, Any]:
                   settings.manager_queue),
         ),
         "task_routes": {
-            "memory.manager.*": {"queue": settings.manager_queue,
-                                 "routing_key": settings.manager_queue},
+            **{name: {"queue": settings.manager_queue, "routing_key": settings.manager_queue}
+               for name in task_names.MANAGER_QUEUE_TASKS},
             **{name: {"queue": settings.write_queue, "routing_key": settings.write_queue}
-               for name in WRITE_TASKS},
+               for name in task_names.WRITE_QUEUE_TASKS},
         },
         "task_annotations": {
-            "memory.write": {
+            task_names.WRITE: {
                 "soft_time_limit": settings.write_soft_time_limit_s,
                 "time_limit": settings.write_time_limit_s,
             },
             # A hung cycle must not hold the single-flight lock forever: past its limit the
             # process is killed, its connection (and the lock) goes, the next tick runs.
-            "memory.manager.cycle": {
+            task_names.MANAGER_CYCLE: {
                 "soft_time_limit": max(1, settings.cycle_time_limit_s - 60),
                 "time_limit": settings.cycle_time_limit_s,
             },

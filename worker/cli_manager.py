@@ -61,7 +61,7 @@ def cycle_run(
                         f"{json.dumps(record['counts'])}")
 
             report = run_manager_cycle(
-                runtime.db, runtime.settings, runtime._embedder_or_none(),
+                runtime.db, runtime.settings, runtime.embedder_or_none(),
                 now=datetime.now(UTC), force=True, force_maintenance=maintenance,
                 on_phase=on_phase).as_dict()
     if as_json:

@@ -50,7 +50,7 @@ def validate_type(attempt: WriteAttempt) -> Outcome | None:
 
 
 def validate_text(attempt: WriteAttempt) -> Outcome | None:
-    checked = check_text(attempt.request.note, attempt.policy.max_note_length)
+    checked = check_text(attempt.request.note, attempt.write_policy.max_note_length)
     if isinstance(checked, Outcome):
         return checked
     attempt.text = checked
@@ -78,8 +78,8 @@ def look_around_scope(attempt: WriteAttempt) -> Outcome | None:
         content_hash=attempt.content_hash,
         vector=attempt.embedding.vector,
         embedding_model=attempt.embedding.model,
-        shortlist=attempt.policy.near_dup_shortlist,
-        related_floor=attempt.policy.correction_related_similarity,
+        shortlist=attempt.write_policy.near_dup_shortlist,
+        related_floor=attempt.write_policy.correction_related_similarity,
     )
     return None
 
@@ -131,7 +131,7 @@ def recognize_correction(attempt: WriteAttempt) -> Outcome | None:
 
 def per_run_cap(attempt: WriteAttempt) -> Outcome | None:
     cap = attempt.agent.per_run_cap
-    limit = attempt.policy.per_run_cap if cap is None else cap
+    limit = attempt.write_policy.per_run_cap if cap is None else cap
     if attempt.persisted_count < limit:
         return None
     if attempt.replaces_own is not None:
@@ -181,7 +181,7 @@ def persist_provisional(attempt: WriteAttempt) -> Outcome:
             status=NoteStatus.PROVISIONAL,
             author_type=AuthorType.AGENT,
             protection_tier=ProtectionTier.STANDARD,
-            expires_at=attempt.now + attempt.policy.provisional_ttl,
+            expires_at=attempt.now + attempt.write_policy.provisional_ttl,
             embedding=attempt.embedding.vector,
             embedding_model=attempt.embedding.model,
             source_conversation_id=attempt.run.conversation_id,

@@ -36,7 +36,7 @@ class Runtime:
             return self.embedder_override
         return get_embedder(self.settings)
 
-    def _embedder_or_none(self) -> Embedder | None:
+    def embedder_or_none(self) -> Embedder | None:
         try:
             return self.embedder
         except Exception:
@@ -45,12 +45,12 @@ class Runtime:
             return None
 
     def write_deps(self) -> WriteDeps:
-        return WriteDeps(db=self.db, settings=self.settings, embedder=self._embedder_or_none(),
+        return WriteDeps(db=self.db, settings=self.settings, embedder=self.embedder_or_none(),
                          clock=self.clock)
 
     def context_deps(self) -> ContextDeps:
         return ContextDeps(db=self.db, settings=self.settings,
-                           embedder=self._embedder_or_none(), clock=self.clock)
+                           embedder=self.embedder_or_none(), clock=self.clock)
 
 
 _runtime: Runtime | None = None

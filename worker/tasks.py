@@ -10,6 +10,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from db.enums import Disposition
 from db.scope import ScopeError
+from worker import task_names
 from worker.agents import AgentConfigError, configure_agent
 from worker.celery_app import MemoryTask, app
 from worker.context import build_context
@@ -49,7 +50,7 @@ def _chained_writes(chain: Any, limit: int) -> list[Any]:
     for signature in reversed(chain or []):  # Celery keeps the next step last
         if len(upcoming) >= limit:
             break
-        if isinstance(signature, dict) and signature.get("task") == "memory.write":
+        if isinstance(signature, dict) and signature.get("task") == task_names.WRITE:
             args = list(signature.get("args") or ())
             if len(args) >= 2:
                 upcoming.append(args[1])
@@ -63,7 +64,7 @@ def _sequence_wait_countdown(retries: int) -> float:
 
 
 # max_retries=None: the only retries are sequence waits, bounded by the gap timeout.
-@app.task(name="memory.write", bind=True, acks_late=True, reject_on_worker_lost=True,
+@app.task(name=task_names.WRITE, bind=True, acks_late=True, reject_on_worker_lost=True,
           max_retries=None)
 def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any = None,
                  prev_seq: Any = None, *extra: Any, **unexpected: Any) -> dict[str, Any]:
@@ -72,7 +73,7 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
     it in its run (0: none; absent: seq - 1)."""
     # Extra arguments mean a sender we do not understand: refuse the write (in the run's
     # order, when run and seq are usable) rather than guess what it meant.
-    malformed = take_refusal(unexpected, task_id=self.request.id, task_name="memory.write")
+    malformed = take_refusal(unexpected, task_id=self.request.id, task_name=task_names.WRITE)
     if malformed is None and (extra or unexpected):
         malformed = "memory.write takes (run, write, seq, prev_seq)"
     deps = get_runtime().write_deps()
@@ -100,21 +101,21 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
     return outcome.as_dict()
 
 
-@app.task(name="memory.continuations.flush", acks_late=False)
+@app.task(name=task_names.CONTINUATIONS_FLUSH, acks_late=False)
 def memory_continuations_flush(*extra: Any, **unexpected: Any) -> dict[str, Any]:
     """Publish again the chain continuations a broker outage left in Postgres (beat)."""
-    surplus = _surplus_arguments("memory.continuations.flush", "no arguments", extra,
+    surplus = _surplus_arguments(task_names.CONTINUATIONS_FLUSH, "no arguments", extra,
                                  unexpected)
     if surplus:
         return surplus
     return {"ok": True, **flush_continuations(get_runtime().db)}
 
 
-@app.task(name="memory.agent.configure", acks_late=True)
+@app.task(name=task_names.AGENT_CONFIGURE, acks_late=True)
 def memory_agent_configure(agent_id: Any = None, config: Any = None, *extra: Any,
                            **unexpected: Any) -> dict[str, Any]:
     """Set (part of) an agent's memory configuration; returns the full configuration."""
-    surplus = _surplus_arguments("memory.agent.configure", "(agent_id, config)", extra,
+    surplus = _surplus_arguments(task_names.AGENT_CONFIGURE, "(agent_id, config)", extra,
                                  unexpected)
     if surplus:
         return surplus
@@ -130,10 +131,10 @@ def memory_agent_configure(agent_id: Any = None, config: Any = None, *extra: Any
 
 
 # The result is the memory itself: keep it out of worker logs and task events (Flower).
-@app.task(name="memory.context", resultrepr_maxsize=1)
+@app.task(name=task_names.CONTEXT, resultrepr_maxsize=1)
 def memory_context(request: Any = None, *extra: Any, **unexpected: Any) -> dict[str, Any]:
     """Build the memory context for a run: `{"ok": true, "rendered": ..., "notes": [...]}`."""
-    surplus = _surplus_arguments("memory.context", "exactly (request)", extra, unexpected)
+    surplus = _surplus_arguments(task_names.CONTEXT, "exactly (request)", extra, unexpected)
     if surplus:
         return surplus
     parsed = parse_request_scope(request)
@@ -154,11 +155,11 @@ def memory_context(request: Any = None, *extra: Any, **unexpected: Any) -> dict[
     return {"ok": True, **context.as_dict()}
 
 
-@app.task(name="memory.conversation.record", acks_late=True)
+@app.task(name=task_names.CONVERSATION_RECORD, acks_late=True)
 def memory_conversation_record(payload: Any = None, *extra: Any,
                                **unexpected: Any) -> dict[str, Any]:
     """Store a conversation's messages and ratings; a disposition per message."""
-    surplus = _surplus_arguments("memory.conversation.record", "exactly (payload)", extra,
+    surplus = _surplus_arguments(task_names.CONVERSATION_RECORD, "exactly (payload)", extra,
                                  unexpected)
     if surplus:
         return surplus
@@ -168,18 +169,18 @@ def memory_conversation_record(payload: Any = None, *extra: Any,
 
 # Acknowledged on receipt, not after: a cycle that dies is not redelivered (the next beat
 # tick starts a fresh one, and single-flight keeps two from overlapping).
-@app.task(name="memory.manager.cycle", acks_late=False)
+@app.task(name=task_names.MANAGER_CYCLE, acks_late=False)
 def memory_manager_cycle(force: Any = False, maintenance: Any = False, *extra: Any,
                          **unexpected: Any) -> dict[str, Any]:
     """One Memory Manager cycle. `force`: an operator asked for it (recorded);
     `maintenance`: run the maintenance phases whatever their trigger says."""
-    surplus = _surplus_arguments("memory.manager.cycle", "(force, maintenance)", extra,
+    surplus = _surplus_arguments(task_names.MANAGER_CYCLE, "(force, maintenance)", extra,
                                  unexpected)
     if surplus:
         return surplus
     runtime = get_runtime()
     report = run_manager_cycle(
-        runtime.db, runtime.settings, runtime._embedder_or_none(), now=runtime.clock(),
+        runtime.db, runtime.settings, runtime.embedder_or_none(), now=runtime.clock(),
         force=force is True, force_maintenance=maintenance is True,
         task_id=memory_manager_cycle.request.id)
     return report.as_dict()
@@ -197,14 +198,14 @@ def _candidate_task(action: Any) -> dict[str, Any]:
         return {"ok": False, "error": str(exc)}
 
 
-@app.task(name="memory.candidate.promote", acks_late=True)
+@app.task(name=task_names.CANDIDATE_PROMOTE, acks_late=True)
 def memory_candidate_promote(candidate_id: Any = None, rewrite: Any = None,
                              actor: Any = None, *extra: Any, **unexpected: Any
                              ) -> dict[str, Any]:
     """Promote a held candidate into a (provisional) note, optionally rewritten first."""
     from worker.candidates import promote_candidate
 
-    surplus = _surplus_arguments("memory.candidate.promote", "(candidate_id, rewrite, actor)",
+    surplus = _surplus_arguments(task_names.CANDIDATE_PROMOTE, "(candidate_id, rewrite, actor)",
                                  extra, unexpected)
     if surplus:
         return surplus
@@ -214,14 +215,14 @@ def memory_candidate_promote(candidate_id: Any = None, rewrite: Any = None,
                                                      actor=actor))
 
 
-@app.task(name="memory.candidate.reject", acks_late=True)
+@app.task(name=task_names.CANDIDATE_REJECT, acks_late=True)
 def memory_candidate_reject(candidate_id: Any = None, reason: Any = None,
                             actor: Any = None, *extra: Any, **unexpected: Any
                             ) -> dict[str, Any]:
     """Reject a held candidate; it is never injected."""
     from worker.candidates import reject_candidate
 
-    surplus = _surplus_arguments("memory.candidate.reject", "(candidate_id, reason, actor)",
+    surplus = _surplus_arguments(task_names.CANDIDATE_REJECT, "(candidate_id, reason, actor)",
                                  extra, unexpected)
     if surplus:
         return surplus
@@ -232,13 +233,13 @@ def memory_candidate_reject(candidate_id: Any = None, reason: Any = None,
 
 
 # The result carries candidate text: keep it out of worker logs and task events (Flower).
-@app.task(name="memory.candidate.list", resultrepr_maxsize=1)
+@app.task(name=task_names.CANDIDATE_LIST, resultrepr_maxsize=1)
 def memory_candidate_list(agent_id: Any = None, run_id: Any = None, status: Any = "candidate",
                           limit: Any = 100, *extra: Any, **unexpected: Any) -> dict[str, Any]:
     """Candidates of an agent and/or run, oldest first, with their text."""
     from worker.candidates import list_candidates
 
-    surplus = _surplus_arguments("memory.candidate.list", "(agent_id, run_id, status, limit)",
+    surplus = _surplus_arguments(task_names.CANDIDATE_LIST, "(agent_id, run_id, status, limit)",
                                  extra, unexpected)
     if surplus:
         return surplus

@@ -10,7 +10,7 @@ from typing import Any
 
 from celery import signals
 
-from worker import logs, metrics
+from worker import logs, metrics, task_names
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +72,9 @@ def _task_finished(sender: Any = None, task_id: str | None = None, retval: Any =
     try:
         series = metrics.series()
         series.task_seconds.labels(task=name).observe(duration)
-        if name == "memory.write" and isinstance(retval, dict):
+        if name == task_names.WRITE and isinstance(retval, dict):
             metrics.observe_write(retval)
-        elif name == "memory.manager.cycle" and isinstance(retval, dict):
+        elif name == task_names.MANAGER_CYCLE and isinstance(retval, dict):
             metrics.observe_cycle(retval)
         logs.log_task_result(task_id, name, retval, duration)
     except Exception:
@@ -83,7 +83,7 @@ def _task_finished(sender: Any = None, task_id: str | None = None, retval: Any =
 
 @signals.task_retry.connect
 def _task_retried(sender: Any = None, **_: Any) -> None:
-    if _name(sender) == "memory.write":
+    if _name(sender) == task_names.WRITE:
         metrics.series().sequence_waits.inc()
 
 

@@ -62,7 +62,7 @@ class WriteAttempt:
     request: WriteRequest
     seq: int
     agent: AgentConfig
-    policy: WritePolicy
+    write_policy: WritePolicy
     persisted_count: int
     embedding: Embedding
     now: datetime

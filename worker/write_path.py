@@ -108,7 +108,7 @@ class WriteDeps:
     clock: Clock = field(default=utc_now)
 
     @property
-    def policy(self) -> WritePolicy:
+    def write_policy(self) -> WritePolicy:
         s = self.settings
         return WritePolicy(
             per_run_cap=s.per_run_cap,
@@ -326,7 +326,7 @@ def _apply_sequenced(
             request=request,
             seq=seq,
             agent=agent,
-            policy=deps.policy,
+            write_policy=deps.write_policy,
             persisted_count=state.persisted_count,
             embedding=embedding,
             now=now,

