@@ -48,7 +48,8 @@ def test_celery_configuration_follows_the_spec():
     assert conf["worker_prefetch_multiplier"] == 1
     assert conf["accept_content"] == ["json"] and conf["timezone"] == "UTC"
     assert conf["task_routes"]["memory.write"]["queue"] == "memory.writes"
-    assert conf["task_routes"]["memory.manager.*"]["queue"] == "memory.manager"
+    assert conf["task_routes"]["memory.manager.cycle"]["queue"] == "memory.manager"
+    assert conf["task_routes"]["memory.continuations.flush"]["queue"] == "memory.writes"
     limits = conf["task_annotations"]["memory.write"]
     assert limits["time_limit"] < conf["broker_transport_options"]["visibility_timeout"]
 
