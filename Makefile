@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: up test bench lint clean
+.PHONY: up test test-fast bench lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy worker db
 	$(BIN)/pytest
+
+# The unit tier only (no services, no model): seconds, for the edit-test loop.
+test-fast: $(STAMP)
+	$(BIN)/pytest -q tests/unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/write_path.py

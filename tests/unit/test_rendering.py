@@ -13,7 +13,7 @@ from db.queries.retrieval import ExampleCandidate, NoteCandidate
 from db.scope import LEVEL_LABELS
 from worker.rendering import render_memory_context
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parent.parent / "golden"
 
 
 def note(text: str, *, status: str = "Active", type: str = "Preference",
