@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -171,3 +172,42 @@ def celery_worker(services: Services, settings, embedder):
         queues=[settings.write_queue, settings.manager_queue], shutdown_timeout=30.0,
     ) as worker:
         yield worker
+
+
+@pytest.fixture
+def write(runtime: Any) -> Any:
+    """Apply writes in-process through the real write path (tests.helpers.Writer)."""
+    from tests.helpers import Writer
+
+    return Writer(runtime.write_deps())
+
+
+@pytest.fixture
+def seed(db: Any, embedder: Any) -> Any:
+    """Insert a note through the production insert, at a chosen scope, status and time."""
+    import uuid
+    from datetime import datetime, timedelta
+
+    from db import queries
+    from db.scope import NoteScope
+    from tests.helpers import READ_NOW
+    from worker.normalize import content_hash
+
+    def add(text: str, *, agent: str | None = "A", user: str | None = "U",
+            company: str | None = "C", status: str = "Active", type: str = "Preference",
+            created: datetime = READ_NOW - timedelta(days=3), expires: datetime | None = None,
+            entity: str | None = None, record: str | None = None,
+            secondary: dict | None = None, vector: Any = None, run_id: str | None = "run-1",
+            author: str = "Agent") -> uuid.UUID:
+        [embedding] = [vector] if vector is not None else embedder.embed([text])
+        with db.transaction() as conn:
+            return queries.insert_note(conn, queries.NewNote(
+                scope=NoteScope(agent, user, company, entity, record, secondary or {}),
+                type=type, note=text, content_hash=content_hash(text), status=status,
+                author_type=author, protection_tier="Standard", expires_at=expires,
+                embedding=embedding, embedding_model=embedder.model_name,
+                source_conversation_id=None, source_conversation_detail_id=None,
+                source_agent_run_id=run_id), created)
+
+    return add
+

@@ -184,3 +184,17 @@ def hold_memory_for(database_url: str, *, users: tuple[str, ...] = (),
             for principal in ids:
                 conn.execute("INSERT INTO principals (kind, folded_id) VALUES (%s, lower(%s)) "
                              "ON CONFLICT DO NOTHING", (kind, principal))
+
+
+# The fixed "now" of the read-path tests: their deps' clock and their seeded notes' times.
+READ_NOW = __import__("datetime").datetime(2026, 6, 15, 12, 0,
+                                           tzinfo=__import__("datetime").UTC)
+
+
+def configure(db: Any, agent: str = "A", **changes: Any) -> None:
+    """Set part of an agent's configuration, as `memory.agent.configure` does."""
+    from worker.agents import configure_agent
+
+    with db.transaction() as conn:
+        configure_agent(conn, agent, changes)
+

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests import admission_hooks as hooks
-from tests.helpers import Writer, hold_memory_for, notes, rows, run_context
+from tests.helpers import Writer, configure, hold_memory_for, notes, rows, run_context
 from worker.admission import (
     MemoryPolicy,
     resolve_policy,
@@ -41,16 +41,6 @@ def _fresh_hooks():
 def make_writer(runtime, **settings: Any) -> Writer:
     deps = runtime.write_deps()
     return Writer(replace(deps, settings=deps.settings.model_copy(update=settings)))
-
-
-@pytest.fixture
-def write(runtime) -> Writer:
-    return make_writer(runtime)
-
-
-def configure(db, agent: str = "A", **changes: Any) -> None:
-    with db.transaction() as conn:
-        configure_agent(conn, agent, changes)
 
 
 def trace(database_url: str, run_id: str) -> list[dict[str, Any]]:

@@ -8,21 +8,18 @@ The rules live in worker/admission/injection.py (`FilterReason`, `injection_filt
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
-from db import queries
-from db.scope import NoteScope, RequestScope
-from tests.helpers import Writer, rows, run_context
+from db.scope import RequestScope
+from tests.helpers import READ_NOW, Writer, rows, run_context
 from worker.admission import FilterReason, MemoryPolicy, filter_for_injection
 from worker.agents import configure_agent
 from worker.context import build_context, flush_all_recorders
-from worker.normalize import content_hash
 
-NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
+NOW = READ_NOW
 
 
 @pytest.fixture
@@ -32,23 +29,6 @@ def deps(runtime):
 
 def with_policy(deps, **policy):
     return replace(deps, settings=deps.settings.model_copy(update=policy))
-
-
-@pytest.fixture
-def seed(db, embedder):
-    def add(text: str, *, status: str = "Active", expires: datetime | None = None,
-            run_id: str | None = "run-1", author: str = "Agent") -> uuid.UUID:
-        [vector] = embedder.embed([text])
-        with db.transaction() as conn:
-            return queries.insert_note(conn, queries.NewNote(
-                scope=NoteScope("A", "U", "C"), type="Preference", note=text,
-                content_hash=content_hash(text), status=status, author_type=author,
-                protection_tier="Standard", expires_at=expires, embedding=vector,
-                embedding_model=embedder.model_name, source_conversation_id=None,
-                source_conversation_detail_id=None, source_agent_run_id=run_id),
-                NOW - timedelta(days=1))
-
-    return add
 
 
 def context(deps, text: str | None = None):

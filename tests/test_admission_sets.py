@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import pytest
-
-from tests.helpers import Writer, hold_memory_for, notes, run_context
+from tests.helpers import hold_memory_for, notes, run_context
 
 DATA = Path(__file__).parent / "data"
 USER, COMPANY = "u-1001", "acme"
@@ -29,11 +27,6 @@ def hostile_set() -> list[tuple[str, str]]:
 def benign_set() -> list[str]:
     return [line for line in (DATA / "admission_benign.txt").read_text(encoding="utf-8")
             .splitlines() if line.strip()]
-
-
-@pytest.fixture
-def write(runtime) -> Writer:
-    return Writer(runtime.write_deps())
 
 
 def test_the_sets_are_what_the_issue_asks_for():

@@ -9,13 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from tests.helpers import Writer, notes, run_context
+from tests.helpers import notes, run_context
 from tests.manager_helpers import note_row, now_utc, run_cycle, seed_note
-
-
-@pytest.fixture
-def write(runtime):
-    return Writer(runtime.write_deps())
 
 
 @pytest.mark.parametrize("first, second", [

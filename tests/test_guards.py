@@ -14,11 +14,6 @@ from tests.openai_stub import OpenAIStub
 from worker.embeddings import OpenAIEmbedder
 
 
-@pytest.fixture
-def write(runtime) -> Writer:
-    return Writer(runtime.write_deps())
-
-
 def test_type_outside_preference_and_context_is_rejected(write, services):
     run = run_context("r1")
     for bad_type in ("Constraint", "Issue", "Example", "preference", None, 42, ["Preference"]):

@@ -14,11 +14,6 @@ from tests.openai_stub import OpenAIStub
 from worker.runtime import Runtime
 
 
-@pytest.fixture
-def write(runtime):
-    return Writer(runtime.write_deps())
-
-
 def test_a_provisional_note_becomes_active_without_a_ttl(runtime, services, write):
     result = write(run_context("r1"), "User prefers metric units")
     before = note_row(services.database_url, result["note_id"])

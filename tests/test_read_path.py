@@ -4,55 +4,25 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import psycopg
 import pytest
 
-from db import queries
 from db.queries import access
 from db.queries import inspect as inspect_queries
 from db.queries import retrieval as q
-from db.scope import NoteScope, RequestScope, ScopeConfig, ScopeError
-from tests.helpers import rows
-from worker.agents import configure_agent
+from db.scope import RequestScope, ScopeConfig, ScopeError
+from tests.helpers import READ_NOW, configure, rows
 from worker.context import build_context, recorder_for
 from worker.manager.cycle import run_manager_cycle
-from worker.normalize import content_hash
 
-NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
+NOW = READ_NOW
 
 
 @pytest.fixture
 def deps(runtime):
     return replace(runtime.context_deps(), clock=lambda: NOW)
-
-
-@pytest.fixture
-def seed(db, embedder):
-    """Insert a note through the production insert, at a chosen scope, status and time."""
-
-    def add(text: str, *, agent: str | None = "A", user: str | None = "U",
-            company: str | None = "C", status: str = "Active", type: str = "Preference",
-            created: datetime = NOW - timedelta(days=3), expires: datetime | None = None,
-            entity: str | None = None, record: str | None = None,
-            secondary: dict | None = None, vector=None) -> uuid.UUID:
-        [embedding] = [vector] if vector is not None else embedder.embed([text])
-        with db.transaction() as conn:
-            return queries.insert_note(conn, queries.NewNote(
-                scope=NoteScope(agent, user, company, entity, record, secondary or {}),
-                type=type, note=text, content_hash=content_hash(text), status=status,
-                author_type="Agent", protection_tier="Standard", expires_at=expires,
-                embedding=embedding, embedding_model=embedder.model_name,
-                source_conversation_id=None, source_conversation_detail_id=None,
-                source_agent_run_id=None), created)
-
-    return add
-
-
-def configure(db, agent: str = "A", **changes) -> None:
-    with db.transaction() as conn:
-        configure_agent(conn, agent, changes)
 
 
 def context(deps, agent="A", user="U", company="C", text=None, **kw):
