@@ -49,7 +49,7 @@ def test_no_import_cycles():
         state[node] = 1
         for target in sorted(graph[node]):
             if state.get(target) == 1:
-                cycles.append(path[path.index(target):] + [target])
+                cycles.append([*path[path.index(target):], target])
             elif target not in state:
                 visit(target, [*path, target])
         state[node] = 2

@@ -1,5 +1,5 @@
 """`memory-worker candidates list|promote|reject`: internal memory held for review (SPEC 5).
-Registered by worker/cli.py.
+Registered by worker/cli/__init__.py.
 
 `list` prints the candidates' text (it is the operator's review queue); promote and reject
 print only ids and outcomes. `--via-worker` sends promote/reject to the write queue instead of
@@ -13,17 +13,15 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from worker.cli.output import JsonOption, console, dump
 
 candidates_cli = typer.Typer(
     help="Internal memory (reflection, self-learning, delegation, tools) held as candidates: "
          "list, promote into notes, reject.",
     no_args_is_help=True,
 )
-console = Console()
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 ActorOption = Annotated[str, typer.Option(help="Who decides (recorded).")]
 ViaWorker = Annotated[bool, typer.Option("--via-worker",
                                          help="Send it to the write queue instead.")]
@@ -31,7 +29,7 @@ ViaWorker = Annotated[bool, typer.Option("--via-worker",
 
 def _print(result: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        print(json.dumps(result, indent=2, default=str, ensure_ascii=False))
+        dump(result)
     elif result.get("ok"):
         note = f" note {result['note_id']}" if result.get("note_id") else ""
         console.print(f"{result['candidate_id']}: {result['status']}"

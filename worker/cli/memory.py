@@ -1,117 +1,60 @@
-"""`memory-worker notes list|show|history`, `explain`, `stats` and `write`: looking at the
-memory and talking to it as an agent service would. Registered by worker/cli.py.
+"""`memory-worker context|write|explain|stats`: the memory as an agent sees it, written as
+an agent service would, and explained for an operator. Registered by worker/cli/__init__.py.
 
-Read commands print a rich table by default and JSON with `--json`. Unlike logs, traces and
-Flower, these commands do print note text: they are the operator's window into the memory.
+Unlike logs, traces and Flower, these commands print note text: they are the operator's
+window into the memory.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-notes_cli = typer.Typer(help="Inspect notes.", no_args_is_help=True)
-console = Console()
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+from worker.cli.output import JsonOption, console, dump
 
 
-def _dump(value: Any) -> None:
-    print(json.dumps(value, indent=2, default=str, ensure_ascii=False))
-
-
-def _note_id(raw: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(raw)
-    except ValueError as exc:
-        raise typer.BadParameter("note id must be a UUID") from exc
-
-
-@notes_cli.command("list")
-def notes_list(
-    agent: Annotated[str | None, typer.Option("--agent", "-a")] = None,
-    user: Annotated[str | None, typer.Option("--user", "-u", help="'-' = no user")] = None,
-    company: Annotated[str | None, typer.Option("--company", "-c",
-                                                help="'-' = no company")] = None,
-    status: Annotated[str | None, typer.Option(help="Active, Provisional, Archived, …")] = None,
-    author: Annotated[str | None, typer.Option(help="Agent, MemoryManager or User")] = None,
-    limit: Annotated[int, typer.Option(help="Newest first.")] = 50,
-    as_json: JsonOption = False,
+def context(
+    agent_id: Annotated[str, typer.Argument(help="Agent id.")],
+    input_text: Annotated[str | None, typer.Argument(help="The run's input.")] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u")] = None,
+    company: Annotated[str | None, typer.Option("--company", "-c")] = None,
+    primary: Annotated[str | None, typer.Option(help="Tenant record as Entity:record_id.")] = None,
+    scope: Annotated[list[str] | None, typer.Option(help="Secondary dimension=value.")] = None,
+    shared_only: Annotated[bool, typer.Option(help="An audience is present.")] = False,
+    policy: Annotated[bool, typer.Option(help="Include the <memory_policy> block.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the notes as JSON.")] = False,
 ) -> None:
-    """Notes, newest first, filtered by agent, user, company, status and author."""
-    from db.queries.inspect import list_notes
+    """Print the memory context an agent would receive (nothing is recorded as accessed)."""
+    from db.scope import ScopeError
+    from worker.context import build_context
+    from worker.payloads import Invalid, parse_request_scope
     from worker.runtime import get_runtime
 
-    with get_runtime().db.read() as conn:
-        found = list_notes(conn, agent_id=agent, user_id=user, company_id=company,
-                           status=status, author_type=author, limit=limit)
-    if as_json:
-        _dump(found)
-        return
-    table = Table("id", "created", "status", "author", "type", "agent", "user", "company",
-                  "note")
-    for n in found:
-        table.add_row(str(n["id"])[:8], n["created_at"].isoformat(timespec="minutes"),
-                      n["status"], n["author_type"], n["type"], n["agent_id"] or "",
-                      n["user_id"] or "", n["company_id"] or "", n["note"][:80])
-    console.print(table)
-
-
-@notes_cli.command("show")
-def notes_show(note_id: Annotated[str, typer.Argument()], as_json: JsonOption = False) -> None:
-    """Every column of one note (the vector itself is left out)."""
-    from db.queries.inspect import show_note
-    from worker.runtime import get_runtime
-
-    with get_runtime().db.read() as conn:
-        note = show_note(conn, _note_id(note_id))
-    if note is None:
-        console.print("no such note")
-        raise typer.Exit(1)
-    if as_json:
-        _dump(note)
-        return
-    table = Table("field", "value", show_header=False)
-    for key, value in note.items():
-        table.add_row(key, "" if value is None else str(value))
-    console.print(table)
-
-
-@notes_cli.command("history")
-def notes_history(
-    note_id: Annotated[str, typer.Argument(help="The note's id.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-) -> None:
-    """Everything that happened to a note: the write that created it, every status change
-    (who, why, related notes)."""
-    from db.queries.manager import note_history
-    from worker.runtime import get_runtime
-
+    payload: dict[str, Any] = {"agent_id": agent_id, "user_id": user, "company_id": company,
+                               "shared_only": shared_only, "secondary_scopes": {}}
+    if primary:
+        entity, _, record = primary.partition(":")
+        payload.update(primary_scope_entity=entity, primary_scope_record_id=record or None)
+    for item in scope or []:
+        name, _, value = item.partition("=")
+        values = payload["secondary_scopes"].setdefault(name, [])
+        values.append(value)
+    request = parse_request_scope(payload)
+    if isinstance(request, Invalid):
+        raise typer.BadParameter(request.reason)
     try:
-        parsed = uuid.UUID(note_id)
-    except ValueError as exc:
-        raise typer.BadParameter("note id must be a UUID") from exc
-    with get_runtime().db.read() as conn:
-        history = note_history(conn, parsed)
+        result = build_context(get_runtime().context_deps(), request, input_text,
+                               include_policy=policy, record_access=False)
+    except ScopeError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     if as_json:
-        _dump(history)
-        return
-    if not history:
-        console.print("no history for this note")
-        raise typer.Exit(1)
-    table = Table("when", "by", "what", "status", "why", "related")
-    for h in history:
-        status = (f"{h['from_status'] or ''} → {h['to_status'] or ''}"
-                  if h["from_status"] or h["to_status"] else "")
-        who = f"run {h['run_id']} #{h['seq']}" if h["source"] == "write" else h["actor"]
-        table.add_row(h["at"].isoformat(timespec="seconds"), who, h["action"], status,
-                      h["reason"], ", ".join(str(r) for r in h["related_note_ids"] or []))
-    console.print(table)
+        print(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(result.rendered or "(no memory to inject)\n")
 
 
 def explain(
@@ -134,7 +77,7 @@ def explain(
         raise typer.BadParameter(request.reason)
     explanations = run_explain(get_runtime().context_deps(), request, about, limit=limit)
     if as_json:
-        _dump([e.as_dict() for e in explanations])
+        dump([e.as_dict() for e in explanations])
         return
     if not explanations:
         console.print(f"no note of agent {agent_id} matches {about!r} by words or meaning")
@@ -161,7 +104,7 @@ def stats(as_json: JsonOption = False) -> None:
         summary = overview(conn)
     summary["pending_writes"] = _queue_length(runtime.settings)
     if as_json:
-        _dump(summary)
+        dump(summary)
         return
     for title in ("notes_by_status", "notes_by_author", "notes_by_type"):
         console.print(f"{title.replace('_', ' ')}: " + ", ".join(
@@ -216,7 +159,7 @@ def write(
         request["scope_hint"] = scope_hint
     [result] = enqueue_memory_writes(run, [request]).results(timeout=timeout)
     if as_json:
-        _dump(result)
+        dump(result)
         return
     console.print(f"{result['disposition']}: {result['reason']}")
     if result.get("note_id"):

@@ -1,6 +1,5 @@
-"""`memory-worker cycle run|list`: the Memory Manager on the command line; and
-`memory-worker dead-letters list|show`: the messages the worker moved aside (worker/poison.py).
-Registered by worker/cli.py."""
+"""`memory-worker cycle run|list`: the Memory Manager on the command line. Registered by
+worker/cli/__init__.py."""
 
 from __future__ import annotations
 
@@ -9,17 +8,11 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from worker.cli.output import console, dump
+
 cycle_cli = typer.Typer(help="Run or list Memory Manager cycles.", no_args_is_help=True)
-dead_letters_cli = typer.Typer(help="Messages the worker moved aside instead of handling.",
-                               no_args_is_help=True)
-console = Console()
-
-
-def _dump(value: Any) -> None:
-    print(json.dumps(value, indent=2, default=str, ensure_ascii=False))
 
 
 @cycle_cli.command("run")
@@ -65,7 +58,7 @@ def cycle_run(
                 now=datetime.now(UTC), force=True, force_maintenance=maintenance,
                 on_phase=on_phase).as_dict()
     if as_json:
-        _dump(report)
+        dump(report)
     else:
         console.print(f"cycle {report['cycle_id']}: {report['status']} "
                       f"(maintenance: {report['maintenance_reason']}); "
@@ -86,7 +79,7 @@ def cycle_list(
     with get_runtime().db.read() as conn:
         cycles = list_cycles(conn, limit)
     if as_json:
-        _dump(cycles)
+        dump(cycles)
         return
     table = Table("id", "status", "started", "seconds", "maintenance", "new notes",
                   "model calls", "error")
@@ -98,41 +91,3 @@ def cycle_list(
                       str((c["counts"] or {}).get("new_notes", "")), str(c["model_calls"]),
                       c["error"] or "")
     console.print(table)
-
-
-@dead_letters_cli.command("list")
-def dead_letters_list(
-    limit: Annotated[int, typer.Option(help="How many, newest first.")] = 20,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-) -> None:
-    """Moved-aside messages: task, why, how many deliveries (bodies with `show`)."""
-    from db.queries.dead_letters import list_dead_letters
-    from worker.runtime import get_runtime
-
-    with get_runtime().db.read() as conn:
-        letters = list_dead_letters(conn, limit)
-    if as_json:
-        _dump(letters)
-        return
-    table = Table("id", "at", "task", "task id", "deliveries", "reason", "body chars")
-    for letter in letters:
-        table.add_row(str(letter["id"]), letter["created_at"].isoformat(timespec="seconds"),
-                      letter["task_name"] or "", letter["task_id"] or "",
-                      str(letter["deliveries"] or ""), letter["reason"],
-                      str(letter["body_chars"] or 0))
-    console.print(table)
-
-
-@dead_letters_cli.command("show")
-def dead_letters_show(letter_id: int) -> None:
-    """One moved-aside message with its raw body (JSON)."""
-    from db.queries.dead_letters import get_dead_letter
-    from worker.runtime import get_runtime
-
-    with get_runtime().db.read() as conn:
-        letter = get_dead_letter(conn, letter_id)
-    if letter is None:
-        print(f"no dead letter {letter_id}")
-        raise typer.Exit(1)
-    _dump(letter)
-

@@ -1,6 +1,6 @@
 """`memory-worker health live|ready`: the checks of worker/health.py on the main CLI.
 
-Kept apart from worker/cli.py, which only registers `health_cli`. Probes that run often
+Registered by worker/cli/__init__.py. Probes that run often
 should prefer `python -m worker.health live`, which skips Typer and the settings import.
 """
 

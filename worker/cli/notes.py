@@ -1,0 +1,107 @@
+"""`memory-worker notes list|show|history`: the notes, one by one. Registered by
+worker/cli/__init__.py.
+
+Read commands print a rich table by default and JSON with `--json`. Unlike logs, traces and
+Flower, these commands do print note text: they are the operator's window into the memory.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from worker.cli.output import JsonOption, console, dump
+
+notes_cli = typer.Typer(help="Inspect notes.", no_args_is_help=True)
+
+
+def _note_id(raw: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(raw)
+    except ValueError as exc:
+        raise typer.BadParameter("note id must be a UUID") from exc
+
+
+@notes_cli.command("list")
+def notes_list(
+    agent: Annotated[str | None, typer.Option("--agent", "-a")] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="'-' = no user")] = None,
+    company: Annotated[str | None, typer.Option("--company", "-c",
+                                                help="'-' = no company")] = None,
+    status: Annotated[str | None, typer.Option(help="Active, Provisional, Archived, …")] = None,
+    author: Annotated[str | None, typer.Option(help="Agent, MemoryManager or User")] = None,
+    limit: Annotated[int, typer.Option(help="Newest first.")] = 50,
+    as_json: JsonOption = False,
+) -> None:
+    """Notes, newest first, filtered by agent, user, company, status and author."""
+    from db.queries.inspect import list_notes
+    from worker.runtime import get_runtime
+
+    with get_runtime().db.read() as conn:
+        found = list_notes(conn, agent_id=agent, user_id=user, company_id=company,
+                           status=status, author_type=author, limit=limit)
+    if as_json:
+        dump(found)
+        return
+    table = Table("id", "created", "status", "author", "type", "agent", "user", "company",
+                  "note")
+    for n in found:
+        table.add_row(str(n["id"])[:8], n["created_at"].isoformat(timespec="minutes"),
+                      n["status"], n["author_type"], n["type"], n["agent_id"] or "",
+                      n["user_id"] or "", n["company_id"] or "", n["note"][:80])
+    console.print(table)
+
+
+@notes_cli.command("show")
+def notes_show(note_id: Annotated[str, typer.Argument()], as_json: JsonOption = False) -> None:
+    """Every column of one note (the vector itself is left out)."""
+    from db.queries.inspect import show_note
+    from worker.runtime import get_runtime
+
+    with get_runtime().db.read() as conn:
+        note = show_note(conn, _note_id(note_id))
+    if note is None:
+        console.print("no such note")
+        raise typer.Exit(1)
+    if as_json:
+        dump(note)
+        return
+    table = Table("field", "value", show_header=False)
+    for key, value in note.items():
+        table.add_row(key, "" if value is None else str(value))
+    console.print(table)
+
+
+@notes_cli.command("history")
+def notes_history(
+    note_id: Annotated[str, typer.Argument(help="The note's id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Everything that happened to a note: the write that created it, every status change
+    (who, why, related notes)."""
+    from db.queries.manager import note_history
+    from worker.runtime import get_runtime
+
+    try:
+        parsed = uuid.UUID(note_id)
+    except ValueError as exc:
+        raise typer.BadParameter("note id must be a UUID") from exc
+    with get_runtime().db.read() as conn:
+        history = note_history(conn, parsed)
+    if as_json:
+        dump(history)
+        return
+    if not history:
+        console.print("no history for this note")
+        raise typer.Exit(1)
+    table = Table("when", "by", "what", "status", "why", "related")
+    for h in history:
+        status = (f"{h['from_status'] or ''} → {h['to_status'] or ''}"
+                  if h["from_status"] or h["to_status"] else "")
+        who = f"run {h['run_id']} #{h['seq']}" if h["source"] == "write" else h["actor"]
+        table.add_row(h["at"].isoformat(timespec="seconds"), who, h["action"], status,
+                      h["reason"], ", ".join(str(r) for r in h["related_note_ids"] or []))
+    console.print(table)
