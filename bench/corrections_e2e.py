@@ -8,7 +8,7 @@ For every labelled (earlier, later, relation) pair of every data file of bench/c
 (the same files, the same roles), each pair in scopes of its own user so pairs never meet:
 
   * same run: both notes written by one run through the real write path
-    (`worker.write_path.apply_memory_write`, the real MiniLM embedder), then the notes left
+    (`worker.writes.apply.apply_memory_write`, the real MiniLM embedder), then the notes left
     injectable (Active or Provisional) in the scope are counted. Expected: 1 for a correction,
     paraphrase or refinement (the run's own note is replaced), 2 for distinct facts.
   * cross run: the two notes written by two runs, then one Memory Manager cycle
@@ -100,7 +100,7 @@ def fresh_database(pg_dir: Path) -> tuple[Any, str]:
 
 
 def write_pairs(pairs: Sequence[Pair], deps: Any) -> None:
-    from worker.write_path import WriteResult, apply_memory_write
+    from worker.writes.apply import WriteResult, apply_memory_write
 
     def apply(context: dict[str, Any], note: str, seq: int) -> tuple[str, str | None]:
         outcome = apply_memory_write(deps, context, {"note": note, "type": "Preference"}, seq)

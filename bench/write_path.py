@@ -100,7 +100,7 @@ def in_process(database_url: str, runs: int, per_run: int) -> tuple[list[float],
     from db.connector import get_database
     from worker.embeddings import CachedEmbedder, get_embedder
     from worker.settings import get_settings
-    from worker.write_path import WriteDeps, WriteResult, apply_memory_write
+    from worker.writes.apply import WriteDeps, WriteResult, apply_memory_write
 
     settings = get_settings()
     model = get_embedder(settings)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from worker.admission import MemoryAdmissionDecision, MemoryPromotionDecision
+from worker.writes.admission import MemoryAdmissionDecision, MemoryPromotionDecision
 
 CALLS: list[tuple[str, Any, dict[str, Any]]] = []
 RELEASE = threading.Event()  # set by a test to let `hangs` return

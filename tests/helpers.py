@@ -19,7 +19,7 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 
 from worker.settings import PROJECT_ROOT
-from worker.write_path import WaitForSequence, WriteDeps, WriteResult, apply_memory_write
+from worker.writes.apply import WaitForSequence, WriteDeps, WriteResult, apply_memory_write
 
 
 def run_context(run_id: str, agent: str = "A", user: str | None = "U", company: str | None = "C",

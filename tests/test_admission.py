@@ -14,14 +14,14 @@ from typer.testing import CliRunner
 
 from tests import admission_hooks as hooks
 from tests.helpers import Writer, configure, hold_memory_for, notes, rows, run_context
-from worker.admission import (
+from worker.agents import AgentConfigError, configure_agent
+from worker.settings import Settings
+from worker.writes.admission import (
     MemoryPolicy,
     resolve_policy,
     write_fingerprint,
 )
-from worker.agents import AgentConfigError, configure_agent
-from worker.candidates import list_candidates, promote_candidate, reject_candidate
-from worker.settings import Settings
+from worker.writes.candidates import list_candidates, promote_candidate, reject_candidate
 
 HOOKS = "tests.admission_hooks"
 

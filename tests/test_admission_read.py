@@ -1,6 +1,6 @@
 """SPEC 5's read-side controls (issue item 4), for the read path to satisfy.
 
-The rules live in worker/admission/injection.py (`FilterReason`, `injection_filter_reason`,
+The rules live in worker/writes/admission/injection.py (`FilterReason`, `injection_filter_reason`,
 `filter_for_injection`, `EXPIRY_ENFORCED_SQL`, `ATTRIBUTED_SQL`); the policy comes from
 `resolve_policy(settings, agent.memory_policy)`; the read path (worker/retrieval.py
 `drop_uninjectable`, worker/context.py) applies them. Candidates have their own table.
@@ -15,9 +15,9 @@ import pytest
 
 from db.scope import RequestScope
 from tests.helpers import READ_NOW, Writer, rows, run_context
-from worker.admission import FilterReason, MemoryPolicy, filter_for_injection
 from worker.agents import configure_agent
 from worker.context import build_context, flush_all_recorders
+from worker.writes.admission import FilterReason, MemoryPolicy, filter_for_injection
 
 NOW = READ_NOW
 

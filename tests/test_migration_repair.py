@@ -12,7 +12,7 @@ from db.connector import Database
 from db.migrate import MIGRATIONS_DIR, migrate
 from tests.conftest import _database_url, _recreate_database
 from tests.helpers import Writer, run_context
-from worker.write_path import WriteDeps
+from worker.writes.apply import WriteDeps
 
 # What stale-reference pruning ran before 0008 (db/queries/maintenance.py at 0007): a note
 # whose source conversation was absent was archived, recorded or not.

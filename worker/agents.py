@@ -9,7 +9,7 @@ from sqlalchemy import Connection
 
 from db import queries
 from db.enums import ExampleStrategy, InjectionStrategy
-from worker.admission import PolicyError, validate_policy_overrides
+from worker.writes.admission import PolicyError, validate_policy_overrides
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,8 @@ class AgentConfig:
     reranker_config: dict[str, Any] | None = None
     scope_config: dict[str, Any] | None = None
     auto_archive_enabled: bool = True
-    # This agent's MemoryPolicy fields (SPEC 5, worker/admission/policy.py); the rest come from
-    # the settings. None: the global policy as is.
+    # This agent's MemoryPolicy fields (SPEC 5, worker/writes/admission/policy.py); the rest
+    # come from the settings. None: the global policy as is.
     memory_policy: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:

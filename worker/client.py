@@ -24,9 +24,9 @@ from celery import chain
 from celery.result import AsyncResult
 
 from worker.context import MemoryContext, build_context
-from worker.payloads import Invalid, parse_request_scope
 from worker.poison import MAX_PAYLOAD_DEPTH, too_deep
 from worker.settings import Settings, get_settings
+from worker.writes.payloads import Invalid, parse_request_scope
 
 SEQ_KEY_PREFIX = "memory:run-seq:"
 

@@ -29,14 +29,14 @@ from db.queries import retrieval as q
 from db.queries.injection import filtered_counts
 from db.scope import RequestScope, ScopeConfig
 from worker import metrics
-from worker.admission import log_trace, resolve_policy
 from worker.agents import AgentConfig, load_agent_config
 from worker.embeddings import Embedder
 from worker.rendering import render_memory_context
 from worker.rerankers import load_reranker
 from worker.retrieval import InjectionRules, select_notes
 from worker.settings import Settings
-from worker.write_path import Clock, utc_now
+from worker.writes.admission import log_trace, resolve_policy
+from worker.writes.apply import Clock, utc_now
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from db.connector import Database
 from db.enums import MESSAGE_ROLES
 from db.queries.conversations import set_last_message_seq, upsert_conversation, upsert_message
 from db.scope import NoteScope
-from worker.payloads import (
+from worker.writes.payloads import (
     Invalid,
     parse_identifier,
     parse_scope_fields,

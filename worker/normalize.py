@@ -30,7 +30,7 @@ def content_hash(text: str) -> str:
 
 
 # --- folding for admission checks (SPEC 5) -------------------------------------------------
-# Used only to *match* the admission patterns (worker/admission/); never stored and never
+# Used only to *match* the admission patterns (worker/writes/admission/); never stored and never
 # hashed, so `normalize_text` / `content_hash` above are unchanged.
 
 # Characters that render as nothing (or as blank space) and are used to split a phrase so a

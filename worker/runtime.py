@@ -14,7 +14,7 @@ from db.connector import Database, get_database
 from worker.context import ContextDeps
 from worker.embeddings import Embedder, get_embedder
 from worker.settings import Settings, get_settings
-from worker.write_path import Clock, WriteDeps, utc_now
+from worker.writes.apply import Clock, WriteDeps, utc_now
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from worker.admission.patterns import DEFAULT_REJECT_WRITE_PATTERNS
+from worker.writes.admission.patterns import DEFAULT_REJECT_WRITE_PATTERNS
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,14 +71,14 @@ class Settings(BaseSettings):
     seq_wait_max_s: float = Field(default=1.0, gt=0)
     seq_counter_ttl_days: int = Field(default=30, ge=1)
 
-    # --- write admission and trust (SPEC 5; worker/admission/) --------------------------
+    # --- write admission and trust (SPEC 5; worker/writes/admission/) --------------------------
     # The global MemoryPolicy; an agent's `memory_policy` overrides any of these fields.
     # Defaults leave ordinary user writes as they were: no length floor, no run limit, no
     # duplicate blocking, no hook. The default patterns only match injection phrasings.
     min_write_length: int = Field(default=0, ge=0)
     reject_write_patterns: tuple[str, ...] = DEFAULT_REJECT_WRITE_PATTERNS
     # A note that names a user or company this system holds memory for, other than the run's
-    # own, is blocked (worker/admission/screening.py: who an id belongs to decides).
+    # own, is blocked (worker/writes/admission/screening.py: who an id belongs to decides).
     reject_foreign_identities: bool = True
     # A note that repeats itself (the same sentence three times, few distinct words) is blocked.
     reject_repetitive_writes: bool = True

@@ -17,15 +17,15 @@ from worker.context import build_context
 from worker.continuations import flush_continuations, publish_continuation, take_over_chain
 from worker.conversations import record_conversation
 from worker.manager.cycle import run_manager_cycle
-from worker.payloads import Invalid, parse_id_value, parse_request_scope
 from worker.poison import take_refusal
 from worker.runtime import get_runtime
-from worker.write_path import (
+from worker.writes.apply import (
     WaitForSequence,
     WriteResult,
     apply_memory_write,
     prefetch_embeddings,
 )
+from worker.writes.payloads import Invalid, parse_id_value, parse_request_scope
 
 log = logging.getLogger(__name__)
 
@@ -186,11 +186,11 @@ def memory_manager_cycle(force: Any = False, maintenance: Any = False, *extra: A
     return report.as_dict()
 
 
-# --- memory candidates (SPEC 5; worker/candidates.py) ------------------------------------------
+# --- memory candidates (SPEC 5; worker/writes/candidates.py) ---------------------------------
 # On the write queue: a promotion is a write of the candidate's run and takes its lock.
 
 def _candidate_task(action: Any) -> dict[str, Any]:
-    from worker.candidates import CandidateError
+    from worker.writes.candidates import CandidateError
 
     try:
         return dict(action().as_dict())
@@ -203,7 +203,7 @@ def memory_candidate_promote(candidate_id: Any = None, rewrite: Any = None,
                              actor: Any = None, *extra: Any, **unexpected: Any
                              ) -> dict[str, Any]:
     """Promote a held candidate into a (provisional) note, optionally rewritten first."""
-    from worker.candidates import promote_candidate
+    from worker.writes.candidates import promote_candidate
 
     surplus = _surplus_arguments(task_names.CANDIDATE_PROMOTE, "(candidate_id, rewrite, actor)",
                                  extra, unexpected)
@@ -220,7 +220,7 @@ def memory_candidate_reject(candidate_id: Any = None, reason: Any = None,
                             actor: Any = None, *extra: Any, **unexpected: Any
                             ) -> dict[str, Any]:
     """Reject a held candidate; it is never injected."""
-    from worker.candidates import reject_candidate
+    from worker.writes.candidates import reject_candidate
 
     surplus = _surplus_arguments(task_names.CANDIDATE_REJECT, "(candidate_id, reason, actor)",
                                  extra, unexpected)
@@ -237,7 +237,7 @@ def memory_candidate_reject(candidate_id: Any = None, reason: Any = None,
 def memory_candidate_list(agent_id: Any = None, run_id: Any = None, status: Any = "candidate",
                           limit: Any = 100, *extra: Any, **unexpected: Any) -> dict[str, Any]:
     """Candidates of an agent and/or run, oldest first, with their text."""
-    from worker.candidates import list_candidates
+    from worker.writes.candidates import list_candidates
 
     surplus = _surplus_arguments(task_names.CANDIDATE_LIST, "(agent_id, run_id, status, limit)",
                                  extra, unexpected)

@@ -2,7 +2,7 @@
 
 Candidates live in their own table, which no read path queries, so "a candidate is never
 injected" holds by construction. Promotion writes a note through the normal guard pipeline
-(worker/candidates.py); these statements only hold and decide the candidates.
+(worker/writes/candidates.py); these statements only hold and decide the candidates.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ the lookup (who holds memory here) is a plain callable."""
 
 from __future__ import annotations
 
-from worker.admission.screening import foreign_identity, named_ids
+from worker.writes.admission.screening import foreign_identity, named_ids
 
 
 def test_id_shaped_tokens_count_anywhere_plain_words_only_after_a_label():

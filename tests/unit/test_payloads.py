@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from worker.payloads import (
+from worker.writes.payloads import (
     Invalid,
     non_finite_number,
     parse_id_value,

@@ -51,8 +51,8 @@ def candidates_list(
     as_json: JsonOption = False,
 ) -> None:
     """Candidates of an agent and/or run."""
-    from worker.candidates import list_candidates
     from worker.runtime import get_runtime
+    from worker.writes.candidates import list_candidates
 
     found = list_candidates(get_runtime().write_deps(), agent_id=agent, run_id=run,
                             status=None if status == "all" else status, limit=limit)
@@ -76,8 +76,8 @@ def _decide(task_name: str, decide: Callable[..., Any], candidate_id: str, *, ac
         result: dict[str, Any] = task.apply_async(kwargs={
             "candidate_id": candidate_id, "actor": actor, **options}).get(timeout=60)
         return result
-    from worker.candidates import CandidateError
     from worker.runtime import get_runtime
+    from worker.writes.candidates import CandidateError
 
     try:
         decided: dict[str, Any] = decide(get_runtime().write_deps(), candidate_id, actor=actor,
@@ -96,7 +96,7 @@ def candidates_promote(
     as_json: JsonOption = False,
 ) -> None:
     """Write a candidate as a note through the normal pipeline (dedupe, scope, TTL)."""
-    from worker.candidates import promote_candidate
+    from worker.writes.candidates import promote_candidate
 
     _print(_decide("memory_candidate_promote", promote_candidate, candidate_id, actor=actor,
                    via_worker=via_worker, rewrite=rewrite), as_json)
@@ -112,7 +112,7 @@ def candidates_reject(
     as_json: JsonOption = False,
 ) -> None:
     """Reject a candidate: it is kept for audit and never injected."""
-    from worker.candidates import reject_candidate
+    from worker.writes.candidates import reject_candidate
 
     _print(_decide("memory_candidate_reject", reject_candidate, candidate_id, actor=actor,
                    via_worker=via_worker, reason=reason), as_json)

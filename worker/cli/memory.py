@@ -31,8 +31,8 @@ def context(
     """Print the memory context an agent would receive (nothing is recorded as accessed)."""
     from db.scope import ScopeError
     from worker.context import build_context
-    from worker.payloads import Invalid, parse_request_scope
     from worker.runtime import get_runtime
+    from worker.writes.payloads import Invalid, parse_request_scope
 
     payload: dict[str, Any] = {"agent_id": agent_id, "user_id": user, "company_id": company,
                                "shared_only": shared_only, "secondary_scopes": {}}
@@ -68,8 +68,8 @@ def explain(
     """Why does (or doesn't) AGENT remember ABOUT for this user? Each matching note: status,
     scope match, expiry, rank under the agent's strategy and cap, and its history."""
     from worker.explain import explain as run_explain
-    from worker.payloads import Invalid, parse_request_scope
     from worker.runtime import get_runtime
+    from worker.writes.payloads import Invalid, parse_request_scope
 
     request = parse_request_scope({"agent_id": agent_id, "user_id": user,
                                    "company_id": company})

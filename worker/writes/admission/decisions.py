@@ -1,7 +1,7 @@
 """What the admission and promotion hooks may return, and how each return value reads.
 
 Hook authors import the decision classes; the interpreters turn anything a hook returns into
-a verdict, without running the hook (worker/admission/hooks.py does that)."""
+a verdict, without running the hook (worker/writes/admission/hooks.py does that)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from worker.admission.reasons import ReasonCode
+from worker.writes.admission.reasons import ReasonCode
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ the promotion hook did not approve is held in `memory_candidates`, outside the i
 set. Later an operator, a reviewing service or a task decides:
 
 * `promote_candidate` writes the note through the normal guard pipeline from the scope on
-  (`worker.guards.PROMOTION_PIPELINE`: scope lock, within-run idempotency, supersede-own,
+  (`worker.writes.pipeline.PROMOTION_PIPELINE`: scope lock, within-run idempotency, supersede-own,
   exact-restatement dedupe, then a Provisional note with the usual TTL), under the run's
   advisory lock like any write of that run. The note is the run's (`source_agent_run_id`), so
   it is then injected as provisional and hardened by the Memory Manager like any other.
@@ -27,12 +27,12 @@ from db import queries
 from db.enums import Disposition
 from db.queries import candidates as candidate_queries
 from db.scope import NoteScope
-from worker.admission import TraceEventName, log_trace, resolve_policy
 from worker.agents import load_agent_config
-from worker.guards import PROMOTION_PIPELINE, run_guards
-from worker.payloads import RunContext, WriteRequest
-from worker.write_attempt import Outcome, WriteAttempt
-from worker.write_path import PERSISTED, WriteDeps, embed_text
+from worker.writes.admission import TraceEventName, log_trace, resolve_policy
+from worker.writes.apply import PERSISTED, WriteDeps, embed_text
+from worker.writes.attempt import Outcome, WriteAttempt
+from worker.writes.payloads import RunContext, WriteRequest
+from worker.writes.pipeline import PROMOTION_PIPELINE, run_guards
 
 log = logging.getLogger(__name__)
 

@@ -2,9 +2,9 @@
 `hold_internal_memory`, and the small named checks `admit` runs.
 
 Cheap checks first, then the run's limits, then the hook. The policy and its decisions are
-plain functions in worker/admission/; these guards apply them to a `WriteAttempt`, using its
+plain functions in worker/writes/admission/; these guards apply them to a `WriteAttempt`, using its
 connection (inside the write's transaction, the run locked) for the run's state. The order of
-the pipeline is defined in worker/guards.py.
+the pipeline is defined in worker/writes/pipeline.py.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from uuid import uuid4
 from db.enums import Disposition
 from db.queries.admission import earlier_duplicate_write, known_principal
 from db.queries.candidates import NewCandidate, find_pending_candidate, insert_candidate
-from worker import admission
-from worker.admission import (
+from worker.normalize import content_hash
+from worker.writes import admission
+from worker.writes.admission import (
     Block,
     MemoryCandidate,
     ReasonCode,
@@ -25,8 +26,7 @@ from worker.admission import (
     TraceEventName,
     sanitize_reason,
 )
-from worker.normalize import content_hash
-from worker.write_attempt import Guard, Outcome, WriteAttempt, check_text, clamped_scope
+from worker.writes.attempt import Guard, Outcome, WriteAttempt, check_text, clamped_scope
 
 
 def _blocked(found: Block) -> Outcome:

@@ -5,8 +5,8 @@ or None (the next guard runs). Guards that need the database use the attempt's c
 which is inside the write's transaction with the run (and later the scope) locked, so what
 they read cannot change under them. Nothing here knows about Celery.
 
-The types a guard works on and the pure checks are in worker/write_attempt.py; the write
-admission guards (`admit`, `hold_internal_memory`) in worker/admission_guards.py. The order
+The types a guard works on and the pure checks are in worker/writes/attempt.py; the write
+admission guards (`admit`, `hold_internal_memory`) in worker/writes/admission/guards.py. The order
 of both pipelines is defined here.
 """
 
@@ -16,10 +16,10 @@ from collections.abc import Sequence
 
 from db import queries
 from db.enums import AuthorType, Disposition, NoteStatus, ProtectionTier
-from worker.admission_guards import admit, hold_internal_memory
 from worker.corrections import classify, supersedes
 from worker.normalize import content_hash
-from worker.write_attempt import (
+from worker.writes.admission.guards import admit, hold_internal_memory
+from worker.writes.attempt import (
     Guard,
     Outcome,
     ReplacedOwn,
@@ -217,7 +217,7 @@ PIPELINE: Sequence[Guard] = (
 )
 
 
-# Promoting a held candidate later (worker/candidates.py): the normal pipeline from the scope
+# Promoting a held candidate later (worker/writes/candidates.py): the normal pipeline from the scope
 # on — dedupe, supersede-own, scope clamp, TTL — without admission (the promotion is the
 # approval) and without the per-run cap (an operator's decision, not the run's amplification).
 PROMOTION_PIPELINE: Sequence[Guard] = (

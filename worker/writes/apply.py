@@ -31,11 +31,12 @@ from db import queries
 from db.connector import Database
 from db.enums import Disposition
 from worker import metrics
-from worker.admission import TraceEvent, TraceEventName, log_trace, resolve_policy
 from worker.agents import config_from_row
 from worker.embeddings import Embedder, EmbeddingError
-from worker.guards import run_guards
-from worker.payloads import (
+from worker.settings import Settings
+from worker.writes.admission import TraceEvent, TraceEventName, log_trace, resolve_policy
+from worker.writes.attempt import Embedding, Outcome, WriteAttempt, WritePolicy, embeddable_text
+from worker.writes.payloads import (
     NON_FINITE,
     Invalid,
     RunContext,
@@ -47,8 +48,7 @@ from worker.payloads import (
     parse_write,
     payload_digest,
 )
-from worker.settings import Settings
-from worker.write_attempt import Embedding, Outcome, WriteAttempt, WritePolicy, embeddable_text
+from worker.writes.pipeline import run_guards
 
 log = logging.getLogger(__name__)
 

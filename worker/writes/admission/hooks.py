@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import import_module
 from typing import Any
 
-from worker.admission.decisions import (
+from worker.writes.admission.decisions import (
     AdmissionHookTimeout,
     HookNotAllowed,
     HookVerdict,
@@ -21,8 +21,8 @@ from worker.admission.decisions import (
     interpret_promotion_decision,
     interpret_write_decision,
 )
-from worker.admission.policy import MemoryPolicy
-from worker.admission.reasons import ReasonCode
+from worker.writes.admission.policy import MemoryPolicy
+from worker.writes.admission.reasons import ReasonCode
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from worker.admission.policy import MemoryPolicy
-from worker.admission.reasons import Block, ReasonCode, block
 from worker.normalize import matching_forms, normalize_text
+from worker.writes.admission.policy import MemoryPolicy
+from worker.writes.admission.reasons import Block, ReasonCode, block
 
 # Who an id belongs to decides, not the wording around it: a note is foreign when it names a
 # user or company this system holds memory for, other than the writing run's own (their

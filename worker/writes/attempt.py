@@ -1,8 +1,8 @@
 """What a write carries through the guard pipeline and what a guard returns, with the pure
 checks shared by the guards and the pre-transaction embedding decision.
 
-The guards themselves live in worker/guards.py (the SPEC 4 order) and
-worker/admission_guards.py (write admission, SPEC 5); both work on these types, so they live
+The guards themselves live in worker/writes/pipeline.py (the SPEC 4 order) and
+worker/writes/admission/guards.py (write admission, SPEC 5); both work on these types, so they live
 apart from either.
 """
 
@@ -20,9 +20,9 @@ from sqlalchemy import Connection
 from db import queries
 from db.enums import IN_FLIGHT_NOTE_TYPES, Disposition
 from db.scope import SCOPE_HINTS, NoteScope
-from worker.admission import MemoryPolicy, TraceEvent
 from worker.agents import AgentConfig
-from worker.payloads import RunContext, WriteRequest, unencodable_reason
+from worker.writes.admission import MemoryPolicy, TraceEvent
+from worker.writes.payloads import RunContext, WriteRequest, unencodable_reason
 
 
 @dataclass(frozen=True)

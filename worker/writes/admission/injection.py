@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from db.enums import INJECTABLE_STATUSES, AuthorType
-from worker.admission.policy import MemoryPolicy
+from worker.writes.admission.policy import MemoryPolicy
 
 
 class FilterReason(StrEnum):

@@ -2,7 +2,7 @@
 
 A planted or low-quality memory steers every later run of an agent, so a write has to be
 *admitted* before the pipeline stores it. This package is the policy and its decisions, as
-plain functions; the guards (`worker/admission_guards.py`: `admit`, `hold_internal_memory`)
+plain functions; the guards (`worker/writes/admission/guards.py`: `admit`, `hold_internal_memory`)
 apply them to a write, with the run's state in Postgres under the run's advisory lock, so the
 limits hold across every worker process.
 
@@ -27,7 +27,7 @@ injection patterns) · `decisions` (what hooks return) · `hooks` (running them,
 `trace` (trace events) · `injection` (read-side rules). Import from the package.
 """
 
-from worker.admission.decisions import (
+from worker.writes.admission.decisions import (
     AdmissionHookTimeout,
     HookNotAllowed,
     HookVerdict,
@@ -40,7 +40,7 @@ from worker.admission.decisions import (
     interpret_promotion_decision,
     interpret_write_decision,
 )
-from worker.admission.hooks import (
+from worker.writes.admission.hooks import (
     HOOK_THREADS,
     HookFailure,
     call_hook,
@@ -48,15 +48,15 @@ from worker.admission.hooks import (
     run_promotion_hook,
     run_write_hook,
 )
-from worker.admission.injection import (
+from worker.writes.admission.injection import (
     ATTRIBUTED_SQL,
     EXPIRY_ENFORCED_SQL,
     FilterReason,
     filter_for_injection,
     injection_filter_reason,
 )
-from worker.admission.patterns import DEFAULT_REJECT_WRITE_PATTERNS
-from worker.admission.policy import (
+from worker.writes.admission.patterns import DEFAULT_REJECT_WRITE_PATTERNS
+from worker.writes.admission.policy import (
     HOOK_FIELDS,
     POLICY_FIELDS,
     MemoryPolicy,
@@ -64,8 +64,8 @@ from worker.admission.policy import (
     resolve_policy,
     validate_policy_overrides,
 )
-from worker.admission.reasons import NOT_SAVED, TELL_NOTHING, Block, ReasonCode, block
-from worker.admission.screening import (
+from worker.writes.admission.reasons import NOT_SAVED, TELL_NOTHING, Block, ReasonCode, block
+from worker.writes.admission.screening import (
     PrincipalLookup,
     foreign_identity,
     is_repetitive,
@@ -75,7 +75,7 @@ from worker.admission.screening import (
     screening_block,
     write_fingerprint,
 )
-from worker.admission.trace import TraceEvent, TraceEventName, log_trace
+from worker.writes.admission.trace import TraceEvent, TraceEventName, log_trace
 
 __all__ = [
     "ATTRIBUTED_SQL",
