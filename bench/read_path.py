@@ -227,7 +227,7 @@ def measure(database_url: str, corpus: Corpus, queries: int) -> dict[str, float]
     from db.connector import get_database
     from db.queries import retrieval as q
     from db.scope import RequestScope, ScopeConfig
-    from worker.context import ContextDeps, build_context
+    from worker.reads.context import ContextDeps, build_context
     from worker.settings import Settings
 
     embedder = PrecomputedEmbedder()
@@ -338,7 +338,7 @@ def main() -> None:
                 print(lines[-1], flush=True)
                 if pg is not None:  # measured: free the disk (and page cache) it takes
                     from db.connector import dispose_all
-                    from worker.context import flush_all_recorders
+                    from worker.reads.context import flush_all_recorders
 
                     flush_all_recorders()  # pending access bumps go to this database
                     dispose_all()

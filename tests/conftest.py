@@ -134,7 +134,7 @@ def clean_state(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     services: Services = request.getfixturevalue("services")
-    from worker.context import flush_all_recorders
+    from worker.reads.context import flush_all_recorders
 
     flush_all_recorders()  # a previous test's access stats must not land in this one
     with psycopg.connect(services.database_url, autocommit=True) as conn:

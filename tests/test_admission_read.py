@@ -2,8 +2,8 @@
 
 The rules live in worker/writes/admission/injection.py (`FilterReason`, `injection_filter_reason`,
 `filter_for_injection`, `EXPIRY_ENFORCED_SQL`, `ATTRIBUTED_SQL`); the policy comes from
-`resolve_policy(settings, agent.memory_policy)`; the read path (worker/retrieval.py
-`drop_uninjectable`, worker/context.py) applies them. Candidates have their own table.
+`resolve_policy(settings, agent.memory_policy)`; the read path (worker/reads/retrieval.py
+`drop_uninjectable`, worker/reads/context.py) applies them. Candidates have their own table.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from db.scope import RequestScope
 from tests.helpers import READ_NOW, Writer, rows, run_context
 from worker.agents import configure_agent
-from worker.context import build_context, flush_all_recorders
+from worker.reads.context import build_context, flush_all_recorders
 from worker.writes.admission import FilterReason, MemoryPolicy, filter_for_injection
 
 NOW = READ_NOW

@@ -14,8 +14,8 @@ from db.queries import inspect as inspect_queries
 from db.queries import retrieval as q
 from db.scope import RequestScope, ScopeConfig, ScopeError
 from tests.helpers import READ_NOW, configure, rows
-from worker.context import build_context, recorder_for
 from worker.manager.cycle import run_manager_cycle
+from worker.reads.context import build_context, recorder_for
 
 NOW = READ_NOW
 

@@ -23,8 +23,8 @@ import redis
 from celery import chain
 from celery.result import AsyncResult
 
-from worker.context import MemoryContext, build_context
 from worker.poison import MAX_PAYLOAD_DEPTH, too_deep
+from worker.reads.context import MemoryContext, build_context
 from worker.settings import Settings, get_settings
 from worker.writes.payloads import Invalid, parse_request_scope
 

@@ -11,8 +11,8 @@ import threading
 from dataclasses import dataclass
 
 from db.connector import Database, get_database
-from worker.context import ContextDeps
 from worker.embeddings import Embedder, get_embedder
+from worker.reads.context import ContextDeps
 from worker.settings import Settings, get_settings
 from worker.writes.apply import Clock, WriteDeps, utc_now
 

@@ -13,11 +13,11 @@ from db.scope import ScopeError
 from worker import task_names
 from worker.agents import AgentConfigError, configure_agent
 from worker.celery_app import MemoryTask, app
-from worker.context import build_context
 from worker.continuations import flush_continuations, publish_continuation, take_over_chain
 from worker.conversations import record_conversation
 from worker.manager.cycle import run_manager_cycle
 from worker.poison import take_refusal
+from worker.reads.context import build_context
 from worker.runtime import get_runtime
 from worker.writes.apply import (
     WaitForSequence,

@@ -11,7 +11,7 @@ import pytest
 
 from db.queries.retrieval import ExampleCandidate, NoteCandidate
 from db.scope import LEVEL_LABELS
-from worker.rendering import render_memory_context
+from worker.reads.rendering import render_memory_context
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 

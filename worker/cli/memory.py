@@ -30,7 +30,7 @@ def context(
 ) -> None:
     """Print the memory context an agent would receive (nothing is recorded as accessed)."""
     from db.scope import ScopeError
-    from worker.context import build_context
+    from worker.reads.context import build_context
     from worker.runtime import get_runtime
     from worker.writes.payloads import Invalid, parse_request_scope
 
@@ -67,7 +67,7 @@ def explain(
 ) -> None:
     """Why does (or doesn't) AGENT remember ABOUT for this user? Each matching note: status,
     scope match, expiry, rank under the agent's strategy and cap, and its history."""
-    from worker.explain import explain as run_explain
+    from worker.reads.explain import explain as run_explain
     from worker.runtime import get_runtime
     from worker.writes.payloads import Invalid, parse_request_scope
 

@@ -1,6 +1,6 @@
 """Read-side rules of SPEC 5 ("expiration-aware retrieval"): which notes may be injected.
 
-The read path (db/queries/retrieval.py, worker/context.py) applies these; they live with the
+The read path (db/queries/retrieval.py, worker/reads/context.py) applies these; they live with the
 rest of the policy so it is defined in one place. A note is injectable only if none of the
 reasons apply."""
 

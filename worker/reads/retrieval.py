@@ -21,7 +21,7 @@ from db.enums import InjectionStrategy, NoteStatus
 from db.queries import injection as iq
 from db.queries import retrieval as q
 from db.scope import RequestScope, ScopeConfig
-from worker.rerankers import RerankerSpec
+from worker.reads.rerankers import RerankerSpec
 
 # Candidates fetched beyond the cap, so that notes dropped after ranking (corrected by a newer
 # note, kept out by the agent's policy) do not leave slots empty.

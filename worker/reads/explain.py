@@ -17,8 +17,8 @@ from db.queries.inspect import find_notes
 from db.queries.manager import note_history
 from db.scope import NoteScope, RequestScope, ScopeConfig, is_visible
 from worker.agents import load_agent_config
-from worker.context import ContextDeps, build_context
-from worker.retrieval import select_notes
+from worker.reads.context import ContextDeps, build_context
+from worker.reads.retrieval import select_notes
 
 # Notes at least this close in meaning to X count as "about X".
 FIND_MIN_SIMILARITY = 0.45

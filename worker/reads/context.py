@@ -31,9 +31,9 @@ from db.scope import RequestScope, ScopeConfig
 from worker import metrics
 from worker.agents import AgentConfig, load_agent_config
 from worker.embeddings import Embedder
-from worker.rendering import render_memory_context
-from worker.rerankers import load_reranker
-from worker.retrieval import InjectionRules, select_notes
+from worker.reads.rendering import render_memory_context
+from worker.reads.rerankers import load_reranker
+from worker.reads.retrieval import InjectionRules, select_notes
 from worker.settings import Settings
 from worker.writes.admission import log_trace, resolve_policy
 from worker.writes.apply import Clock, utc_now
