@@ -89,7 +89,7 @@ def run(run_id: str, user: str) -> dict[str, Any]:
 
 
 def fresh_database(pg_dir: Path) -> tuple[Any, str]:
-    from worker.embedded import EmbeddedPostgres
+    from worker.local.embedded import EmbeddedPostgres
 
     pg = EmbeddedPostgres(pg_dir, database=DATABASE)
     pg.start()

@@ -128,7 +128,7 @@ def main() -> None:
     from db.connector import get_database
     from db.migrate import migrate
     from tests.openai_stub import OpenAIStub
-    from worker.embedded import EmbeddedPostgres
+    from worker.local.embedded import EmbeddedPostgres
     from worker.manager.cycle import run_manager_cycle
     from worker.settings import Settings
 

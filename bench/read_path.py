@@ -301,7 +301,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
 
     from db.migrate import migrate
-    from worker.embedded import EmbeddedPostgres
+    from worker.local.embedded import EmbeddedPostgres
 
     data_dir = (Path(args.data_dir) if args.data_dir
                 else Path(tempfile.mkdtemp(prefix="memory-read-bench-")))

@@ -65,7 +65,7 @@ def row(label: str, values: list[float], extra: str = "") -> str:
 
 
 def start_services(data_dir: Path) -> tuple[str, str, object]:
-    from worker.embedded import EmbeddedStack
+    from worker.local.embedded import EmbeddedStack
 
     stack = EmbeddedStack(data_dir)
     env = stack.start(need_postgres=not os.environ.get("DATABASE_URL"),

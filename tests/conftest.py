@@ -58,7 +58,7 @@ def _database_url(admin_url: str, name: str) -> str:
 
 @pytest.fixture(scope="session")
 def services() -> Iterator[Services]:
-    from worker.embedded import EmbeddedPostgres, EmbeddedRedis
+    from worker.local.embedded import EmbeddedPostgres, EmbeddedRedis
 
     started: list[EmbeddedPostgres | EmbeddedRedis] = []
     admin_url = os.environ.get("TEST_DATABASE_ADMIN_URL")

@@ -43,7 +43,7 @@ def _get(url: str, auth: str | None = None) -> tuple[int, str]:
 
 @pytest.mark.usefixtures("celery_worker")
 def test_flower_requires_auth_and_never_shows_note_text(services, settings, tmp_path: Path):
-    from worker.stack import flower_command
+    from worker.local.stack import flower_command
 
     port = _free_port()
     auth = "ops:s3cret"
@@ -90,7 +90,7 @@ def test_flower_requires_auth_and_never_shows_note_text(services, settings, tmp_
 
 
 def test_flower_refuses_a_public_address_without_auth(settings):
-    from worker.stack import flower_command
+    from worker.local.stack import flower_command
 
     with pytest.raises(RuntimeError, match="without authentication"):
         flower_command(settings.model_copy(update={"flower_address": "0.0.0.0",

@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import rows
 from tests.manager_helpers import now_utc, phase_deps, seed_note
 from tests.openai_stub import OpenAIStub
-from worker.conversations import record_conversation
+from worker.manager.conversations import record_conversation
 from worker.manager.extraction import extract_from_conversations
 
 CONVERSATION = {"id": "conv-1", "agent_id": "A", "user_id": "U", "company_id": "C",

@@ -75,7 +75,7 @@ def test_up_starts_the_embedded_stack_and_ctrl_c_stops_it(tmp_path):
 def test_stopping_the_children_shares_one_deadline(tmp_path):
     """Three children that ignore SIGTERM (as a Flower stuck joining its threads does) are
     killed after one shared grace, not after three graces one after another."""
-    from worker.stack import Child, stop_children
+    from worker.local.stack import Child, stop_children
 
     stubborn = [sys.executable, "-c",
                 "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "

@@ -14,7 +14,7 @@ from worker import task_names
 from worker.agents import AgentConfigError, configure_agent
 from worker.celery_app import MemoryTask, app
 from worker.continuations import flush_continuations, publish_continuation, take_over_chain
-from worker.conversations import record_conversation
+from worker.manager.conversations import record_conversation
 from worker.manager.cycle import run_manager_cycle
 from worker.poison import take_refusal
 from worker.reads.context import build_context

@@ -91,7 +91,7 @@ class RedisRestarts:
         import psutil
         import redis
 
-        from worker.embedded import redis_server_binary
+        from worker.local.embedded import redis_server_binary
 
         client = redis.Redis.from_url(url, decode_responses=True)
         info = client.info("server")

@@ -30,7 +30,7 @@ def up(
 ) -> None:
     """Start the whole system: embedded Postgres/Redis (unless URLs are set), migrations,
     write and manager workers, beat and Flower. Ctrl-C stops everything."""
-    from worker.stack import run_stack
+    from worker.local.stack import run_stack
 
     settings = get_settings()
     run_stack(settings, data_dir or settings.data_dir, demo=demo, flower=flower)
@@ -45,7 +45,7 @@ def worker(
     = None,
 ) -> None:
     """Run a Celery worker (default: the write queue)."""
-    from worker.stack import worker_command
+    from worker.local.stack import worker_command
 
     settings = get_settings()
     queues = queues or settings.write_queue
@@ -58,7 +58,7 @@ def worker(
 
 def beat(loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "INFO") -> None:
     """Run Celery beat (exactly one per deployment)."""
-    from worker.stack import beat_command
+    from worker.local.stack import beat_command
 
     settings = get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -71,6 +71,6 @@ def demo(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for results.")] = 60.0,
 ) -> None:
     """Play a short agent session against a running system and show each write's outcome."""
-    from worker.demo import play_demo
+    from worker.local.demo import play_demo
 
     play_demo(console, run_id=run_id, timeout=timeout)

@@ -19,7 +19,7 @@ from types import FrameType
 
 from rich.console import Console
 
-from worker.embedded import EmbeddedStack
+from worker.local.embedded import EmbeddedStack
 from worker.settings import Settings, get_settings, reset_settings_cache
 
 console = Console()
@@ -162,7 +162,7 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
             return
         console.print("[green]Ready.[/green] Ctrl-C stops everything.")
         if demo:
-            from worker.demo import play_demo
+            from worker.local.demo import play_demo
 
             play_demo(console)
         while all(child.alive for child in children):
