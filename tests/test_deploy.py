@@ -1,7 +1,7 @@
 """deploy/: the invariants operators rely on, read from the files themselves.
 
 Every command a manifest runs is parsed by the real CLI (Typer/click for `memory-worker`,
-argparse for `python -m worker.health`), and every environment variable a manifest sets must
+argparse for `python -m worker.ops.health`), and every environment variable a manifest sets must
 be one the code reads, so the deployment files cannot drift from the program.
 """
 
@@ -26,8 +26,8 @@ import typer
 import yaml
 
 from tests.helpers import stop_process_group
-from worker import health
 from worker.cli import cli
+from worker.ops import health
 from worker.settings import PROJECT_ROOT, Settings
 
 DEPLOY = PROJECT_ROOT / "deploy"
@@ -121,7 +121,7 @@ def _click_accepts(argv: list[str]) -> list[str]:
 
 
 def _health_accepts(argv: list[str]) -> str:
-    assert argv[:3] == ["python", "-m", "worker.health"], argv
+    assert argv[:3] == ["python", "-m", "worker.ops.health"], argv
     return str(health.build_parser().parse_args(argv[3:]).command)
 
 
@@ -137,7 +137,7 @@ def test_cli_parsing_helpers_reject_what_the_cli_rejects():
     with pytest.raises(AssertionError):
         _click_accepts(["memory-worker", "flower"])
     with pytest.raises(SystemExit):
-        _health_accepts(["python", "-m", "worker.health", "alive"])
+        _health_accepts(["python", "-m", "worker.ops.health", "alive"])
 
 
 # --- environment variables ----------------------------------------------------------------
@@ -282,7 +282,7 @@ def test_workers_and_beat_probe_the_health_commands():
             command = container[probe]["exec"]["command"]
             assert _health_accepts(command) == expected, (name, probe)
         (init,) = _pod_spec(_deployment(name))["initContainers"]
-        assert "until python -m worker.health ready;" in init["command"][-1]
+        assert "until python -m worker.ops.health ready;" in init["command"][-1]
     flower = _deployment("memory-worker-flower")
     (container,) = _containers(flower, False)
     for probe in ("livenessProbe", "readinessProbe"):

@@ -18,7 +18,7 @@ import redis
 from sqlalchemy.engine import make_url
 
 from tests.helpers import WorkerProcess, wait_until
-from worker import health
+from worker.ops import health
 from worker.settings import PROJECT_ROOT, Settings
 
 CLI = str(Path(sys.executable).parent / "memory-worker")
@@ -41,7 +41,7 @@ def _live(file: Path, max_age: float = health.DEFAULT_MAX_AGE_S) -> int:
 def test_liveness_probe_imports_neither_celery_nor_torch_nor_sqlalchemy(tmp_path):
     beat = tmp_path / "hb"
     health.write_heartbeat(beat, "test")
-    result = _run(sys.executable, "-X", "importtime", "-m", "worker.health", "live",
+    result = _run(sys.executable, "-X", "importtime", "-m", "worker.ops.health", "live",
                   "--file", str(beat))
     assert result.returncode == 0, result.stdout + result.stderr
     imported = {line.rsplit("|", 1)[-1].strip().split(".")[0]
@@ -64,14 +64,14 @@ def test_fresh_heartbeat_is_live_and_a_stale_one_is_not(tmp_path):
     assert health.main(["live", "--file", str(beat), "--max-age", "120"]) == health.EXIT_OK
 
     # The same through the real entry points, with real exit codes.
-    assert _run(sys.executable, "-m", "worker.health", "live", "--file", str(beat)
+    assert _run(sys.executable, "-m", "worker.ops.health", "live", "--file", str(beat)
                 ).returncode == 1
     assert _live(beat) == 1
     health.write_heartbeat(beat, "worker-memory.writes")
-    assert _run(sys.executable, "-m", "worker.health", "live", "--file", str(beat)
+    assert _run(sys.executable, "-m", "worker.ops.health", "live", "--file", str(beat)
                 ).returncode == 0
     assert _live(beat) == 0
-    assert _run(sys.executable, "-m", "worker.health", "bogus").returncode == 2
+    assert _run(sys.executable, "-m", "worker.ops.health", "bogus").returncode == 2
 
 
 def test_moving_the_clock_makes_a_heartbeat_stale(tmp_path):
@@ -170,7 +170,7 @@ def test_a_connected_worker_whose_loop_stops_turning_goes_stale(services, tmp_pa
     monkeypatch.setenv("MEMORY_HEARTBEAT_FILE", str(beat))
     with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
                       queues=["health-test-idle"], shutdown_timeout=30.0) as worker:
-        step = worker.blueprint.steps["worker.health.WorkerHeartbeat"]
+        step = worker.blueprint.steps["worker.ops.health.WorkerHeartbeat"]
         wait_until(lambda: worker.consumer.connection is not None, timeout=30)
         assert step.loop_healthy(worker)
         first = _mtime(beat)
@@ -251,7 +251,7 @@ def test_ready_when_broker_database_and_schema_are(services):
     assert code == 0, report
     assert report["ready"] and report["failed"] == []
     assert [c["name"] for c in report["checks"]] == ["broker", "database", "migrations"]
-    text = _run(sys.executable, "-m", "worker.health", "ready",
+    text = _run(sys.executable, "-m", "worker.ops.health", "ready",
                 env={"DATABASE_URL": services.database_url, "REDIS_URL": services.redis_url})
     assert text.returncode == 0 and text.stdout.strip().endswith("ready"), text.stdout
 

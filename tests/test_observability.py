@@ -119,7 +119,7 @@ def test_note_gauges_switch_to_planner_statistics_on_a_large_table(services, db,
 
 
 def test_text_log_format_is_readable_and_carries_the_fields():
-    from worker.logs import TextFormatter
+    from worker.ops.logs import TextFormatter
 
     record = logging.LogRecord("memory.task", logging.INFO, __file__, 1, "memory.write done",
                                None, None)

@@ -87,8 +87,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             },
         },
         "beat_schedule": beat_schedule(settings),
-        # Beat touches its liveness heartbeat on every tick (worker/health.py).
-        "beat_scheduler": "worker.health:HeartbeatScheduler",
+        # Beat touches its liveness heartbeat on every tick (worker/ops/health.py).
+        "beat_scheduler": "worker.ops.health:HeartbeatScheduler",
     }
 
 
@@ -104,8 +104,8 @@ app = Celery("memory", task_cls=MemoryTask, amqp="worker.masking:MaskingAMQP",
 # Updating `app.conf` from an on_configure hook instead re-enters the pending load.
 app.add_defaults(lambda: celery_config(get_settings()))
 # Liveness: every worker touches a heartbeat file while its event loop turns, so a probe can
-# tell a hung worker without the broker (worker/health.py).
-app.steps["worker"].add("worker.health:WorkerHeartbeat")
+# tell a hung worker without the broker (worker/ops/health.py).
+app.steps["worker"].add("worker.ops.health:WorkerHeartbeat")
 
 
 @signals.worker_init.connect

@@ -183,7 +183,7 @@ class Settings(BaseSettings):
     metrics_address: str = "127.0.0.1"
     # json | text | auto (JSON unless stderr is a terminal)
     log_format: Literal["auto", "json", "text"] = "auto"
-    # Liveness heartbeat of this worker or beat process (worker/health.py). Unset:
+    # Liveness heartbeat of this worker or beat process (worker/ops/health.py). Unset:
     # <data_dir>/health/<role>.heartbeat (role `beat` or `worker-<queues>`), so the processes
     # sharing a data dir never share a file; a probe reads it without touching the broker.
     heartbeat_file: Path | None = None

@@ -1,6 +1,6 @@
 """Cross-cutting observation of memory tasks, wired through Celery signals so the tasks and
-the domain modules stay free of it: metrics (worker/metrics.py), one structured log line per
-task (worker/logs.py), and the metrics endpoint of a worker's main process."""
+the domain modules stay free of it: metrics (worker/ops/metrics.py), one structured log line per
+task (worker/ops/logs.py), and the metrics endpoint of a worker's main process."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 from celery import signals
 
-from worker import logs, metrics, task_names
+from worker import task_names
+from worker.ops import logs, metrics
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
-"""`memory-worker health live|ready`: the checks of worker/health.py on the main CLI.
+"""`memory-worker health live|ready`: the checks of worker/ops/health.py on the main CLI.
 
 Registered by worker/cli/__init__.py. Probes that run often
-should prefer `python -m worker.health live`, which skips Typer and the settings import.
+should prefer `python -m worker.ops.health live`, which skips Typer and the settings import.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from worker.health import DEFAULT_CHECK_TIMEOUT_S, DEFAULT_MAX_AGE_S, run_live, run_ready
+from worker.ops.health import DEFAULT_CHECK_TIMEOUT_S, DEFAULT_MAX_AGE_S, run_live, run_ready
 
 health_cli = typer.Typer(
     help="Liveness and readiness checks. Exit 0: live/ready; 1: not (the failing check is "

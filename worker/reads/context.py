@@ -28,9 +28,9 @@ from db.queries import access
 from db.queries import retrieval as q
 from db.queries.injection import filtered_counts
 from db.scope import RequestScope, ScopeConfig
-from worker import metrics
 from worker.agents import AgentConfig, load_agent_config
 from worker.embeddings import Embedder
+from worker.ops import metrics
 from worker.reads.rendering import render_memory_context
 from worker.reads.rerankers import load_reranker
 from worker.reads.retrieval import InjectionRules, select_notes

@@ -30,9 +30,9 @@ from sqlalchemy import exc as sa_exc
 from db import queries
 from db.connector import Database
 from db.enums import Disposition
-from worker import metrics
 from worker.agents import config_from_row
 from worker.embeddings import Embedder, EmbeddingError
+from worker.ops import metrics
 from worker.settings import Settings
 from worker.writes.admission import TraceEvent, TraceEventName, log_trace, resolve_policy
 from worker.writes.attempt import Embedding, Outcome, WriteAttempt, WritePolicy, embeddable_text

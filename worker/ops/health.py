@@ -1,6 +1,6 @@
 """Liveness and readiness, for container probes, systemd and operators.
 
-Liveness (`python -m worker.health live`, `memory-worker health live`) asks one question: is
+Liveness (`python -m worker.ops.health live`, `memory-worker health live`) asks one question: is
 this worker or beat process still turning its loop? Each process touches a heartbeat file
 every few seconds; the check only compares the file's mtime with the clock. It imports no
 Celery, torch, SQLAlchemy or pydantic and never talks to the broker, so a probe costs a bare
@@ -18,7 +18,7 @@ interpreter start, and a broker or database outage never gets a healthy process 
   it is synced only every few minutes or when an entry runs, so its mtime says nothing about
   a beat with a quiet schedule.
 
-Readiness (`memory-worker health ready`, `python -m worker.health ready`): the broker answers
+Readiness (`memory-worker health ready`, `python -m worker.ops.health ready`): the broker answers
 PING and does not evict keys, the database answers `SELECT 1`, no migration is pending.
 
 Exit codes, both commands: 0 live / ready, 1 not live / not ready (the output names the
@@ -58,7 +58,7 @@ BEAT_ROLE = "beat"
 
 # The same default as worker.settings.PROJECT_ROOT, computed here so that liveness does not
 # import pydantic (tests/test_health.py checks the two agree).
-_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]  # worker/ops/health.py -> the project
 
 
 # --- where heartbeats live ----------------------------------------------------------------
@@ -365,7 +365,7 @@ def run_ready(as_json: bool, timeout_s: float = DEFAULT_CHECK_TIMEOUT_S,
 
 
 # --- the heartbeat writers, built on first use (importing Celery here would put it on the
-# --- liveness path); Celery finds them by name: worker.health:WorkerHeartbeat, ...) -------
+# --- liveness path); Celery finds them by name: worker.ops.health:WorkerHeartbeat, ...) -------
 
 @cache
 def _worker_heartbeat_step() -> type:
@@ -456,11 +456,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# --- python -m worker.health ----------------------------------------------------------------
+# --- python -m worker.ops.health ----------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m worker.health",
+        prog="python -m worker.ops.health",
         description="Liveness and readiness checks. Exit 0: live/ready, 1: not, 2: usage.")
     commands = parser.add_subparsers(dest="command", required=True)
     live = commands.add_parser("live", help="is this worker/beat process's heartbeat fresh?")
