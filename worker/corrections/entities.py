@@ -12,7 +12,7 @@ marker ("uses Hoka now", "switched to Lidl") or a one-value slot ("User's bank i
 
 from __future__ import annotations
 
-from worker import correction_business as business
+from worker.corrections import business as business
 
 OPEN_CLASSES = {
     "bank": "chase barclays hsbc lloyds natwest santander monzo revolut citibank citi "

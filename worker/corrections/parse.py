@@ -16,8 +16,8 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from itertools import takewhile
 
-from worker import correction_lexicon as lx
-from worker import correction_patterns as pt
+from worker.corrections import lexicon as lx
+from worker.corrections import patterns as pt
 
 MAX_TEXT_CHARS = 2000
 

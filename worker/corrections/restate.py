@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 
-from worker import correction_lexicon as lx
-from worker import correction_parse as cp
-from worker.correction_parse import Note as _Note
+from worker.corrections import lexicon as lx
+from worker.corrections import parse as cp
+from worker.corrections.parse import Note as _Note
 
 _GENERIC = cp.GENERIC
 # Words a cleft or pseudo-cleft brings in ("X is where ...", "Y is something the user ...",

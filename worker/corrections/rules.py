@@ -11,10 +11,10 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from itertools import takewhile
 
-from worker import correction_lexicon as lx
-from worker import correction_parse as cp
-from worker.correction_parse import Block as _Block
-from worker.correction_parse import Note as _Note
+from worker.corrections import lexicon as lx
+from worker.corrections import parse as cp
+from worker.corrections.parse import Block as _Block
+from worker.corrections.parse import Note as _Note
 
 PRED, BE, RELOCATE = cp.PRED, cp.BE, cp.RELOCATE
 PREF, EXCLUSIVE, MULTI = cp.PREF, cp.EXCLUSIVE, cp.MULTI

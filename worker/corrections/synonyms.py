@@ -9,7 +9,7 @@ applies the phrase rewrites before the knowledge idioms of `correction_knowledge
 
 from __future__ import annotations
 
-from worker import correction_vocabulary as vocabulary
+from worker.corrections import vocabulary as vocabulary
 
 # One word -> its canonical word. Plural and inflected forms meet through the stemmer, so only
 # the base form is listed unless the stemmer cannot reach it.

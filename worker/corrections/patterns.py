@@ -9,12 +9,12 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-from worker import correction_categories as categories
-from worker import correction_numbers as numbers
-from worker.correction_categories import NAMES as CATEGORY_NAMES
-from worker.correction_entities import NAMES
-from worker.correction_knowledge import EARLY_EQUIVALENCES, EQUIVALENCES
-from worker.correction_synonyms import PHRASES as SYNONYM_PHRASES
+from worker.corrections import categories as categories
+from worker.corrections import numbers as numbers
+from worker.corrections.categories import NAMES as CATEGORY_NAMES
+from worker.corrections.entities import NAMES
+from worker.corrections.knowledge import EARLY_EQUIVALENCES, EQUIVALENCES
+from worker.corrections.synonyms import PHRASES as SYNONYM_PHRASES
 
 # Phrase rewrites applied to the lower-cased text, in order. Each maps several surface forms of
 # one idea onto one; none of them encodes a particular note.

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from worker import correction_categories as categories
-from worker import correction_entities as entities
-from worker import correction_knowledge as knowledge
-from worker import correction_synonyms as synonyms
+from worker.corrections import categories as categories
+from worker.corrections import entities as entities
+from worker.corrections import knowledge as knowledge
+from worker.corrections import synonyms as synonyms
 
 
 def _words(text: str) -> frozenset[str]:

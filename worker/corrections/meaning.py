@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from worker import correction_lexicon as lx
-from worker import correction_parse as cp
-from worker.correction_parse import Note as _Note
+from worker.corrections import lexicon as lx
+from worker.corrections import parse as cp
+from worker.corrections.parse import Note as _Note
 
 _YEAR = re.compile(r"^(?:1[89]|20)\d\ds?$")
 # Prepositions before a year that close or place a past span ("until 2019", "in 2015").

@@ -43,14 +43,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from worker import correction_business as bz
-from worker import correction_lexicon as lx
-from worker import correction_meaning as mn
-from worker import correction_parse as cp
-from worker import correction_patterns as pt
-from worker import correction_restate as rs
-from worker import correction_rules as rl
-from worker.correction_parse import Note as _Note
+from worker.corrections import business as bz
+from worker.corrections import lexicon as lx
+from worker.corrections import meaning as mn
+from worker.corrections import parse as cp
+from worker.corrections import patterns as pt
+from worker.corrections import restate as rs
+from worker.corrections import rules as rl
+from worker.corrections.parse import Note as _Note
 
 __all__ = ["PARAPHRASE_MIN_SIMILARITY", "PREDICATE_CHANGE_MIN_SIMILARITY",
            "SUPERSEDE_MIN_CONFIDENCE", "Relation", "Verdict", "classify", "supersedes"]
