@@ -7,6 +7,8 @@ One module per command group, named after it: `run` (migrate, up, worker, beat, 
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from worker.cli import memory, run
@@ -16,7 +18,7 @@ from worker.cli.cycle import cycle_cli
 from worker.cli.dead_letters import dead_letters_cli
 from worker.cli.health import health_cli
 from worker.cli.notes import notes_cli
-from worker.settings import reset_settings_cache
+from worker.settings import get_settings, reset_settings_cache
 
 cli = typer.Typer(
     name="memory-worker",
@@ -33,6 +35,34 @@ for group, name in ((agent_cli, "agent"), (health_cli, "health"), (cycle_cli, "c
     cli.add_typer(group, name=name)
 
 
+def _unreachable(exc: BaseException) -> str | None:
+    """One line naming the service a command could not reach, or None for other errors."""
+    import redis
+    import sqlalchemy.exc
+
+    settings = get_settings()
+    if isinstance(exc, sqlalchemy.exc.OperationalError | sqlalchemy.exc.InterfaceError):
+        from sqlalchemy.engine import make_url
+
+        where = (make_url(settings.database_url).render_as_string(hide_password=True)
+                 if settings.database_url else "DATABASE_URL")
+        return f"cannot reach the database at {where}: {str(exc.orig).splitlines()[0]}"
+    if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
+        return f"cannot reach Redis at {settings.redis_url}: {exc}"
+    if isinstance(exc, RuntimeError) and "is not set" in str(exc):
+        return str(exc)
+    return None
+
+
 def main() -> None:
+    """The `memory-worker` entry point: a service that is down is said in one line (exit 1),
+    not with a traceback."""
     reset_settings_cache()
-    cli()
+    try:
+        cli()
+    except Exception as exc:
+        message = _unreachable(exc)
+        if message is None:
+            raise
+        print(f"memory-worker: {message}", file=sys.stderr)
+        raise SystemExit(1) from None
