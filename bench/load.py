@@ -31,8 +31,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import psycopg  # noqa: E402
-from write_path import facts, pct, reset, start_services, start_warm_worker  # noqa: E402
+from write_path import (  # noqa: E402
+    facts,
+    pct,
+    reset,
+    start_services,
+    start_warm_worker,
+    wait_for_commits,
+)
 
 
 def run_load(database_url: str, runs: int, per_run: int, concurrency: int,
@@ -59,18 +65,7 @@ def run_load(database_url: str, runs: int, per_run: int, concurrency: int,
                 position[(run["run_id"], seq)] = index
         enqueue_s = time.time() - started
         total = runs * per_run
-        while True:
-            with psycopg.connect(database_url) as conn:
-                done = conn.execute("SELECT count(*) FROM write_log").fetchone()[0]
-            if done >= total:
-                break
-            if time.time() - started > 1800:
-                raise RuntimeError(f"only {done}/{total} writes committed")
-            time.sleep(0.2)
-        with psycopg.connect(database_url) as conn:
-            applied = conn.execute(
-                "SELECT run_id, seq, extract(epoch FROM applied_at), duration_ms "
-                "FROM write_log").fetchall()
+        applied = wait_for_commits(database_url, total, started, limit_s=1800)
         retries = log_path.read_text(errors="replace").count("Retry in") - retries_before
     finally:
         worker.terminate()

@@ -159,6 +159,23 @@ def start_warm_worker(database_url: str, concurrency: int, log_path: Path,
     return worker, log
 
 
+def wait_for_commits(database_url: str, total: int, started: float, *,
+                     limit_s: float) -> list[tuple[Any, ...]]:
+    """Wait until `total` writes are in the write log; then (run_id, seq, commit epoch,
+    duration_ms) of each."""
+    while True:
+        with psycopg.connect(database_url) as conn:
+            done = conn.execute("SELECT count(*) FROM write_log").fetchone()[0]
+        if done >= total:
+            break
+        if time.time() - started > limit_s:
+            raise RuntimeError(f"only {done}/{total} writes committed")
+        time.sleep(0.05)
+    with psycopg.connect(database_url) as conn:
+        return conn.execute("SELECT run_id, seq, extract(epoch FROM applied_at), duration_ms "
+                            "FROM write_log").fetchall()
+
+
 def through_celery(database_url: str, runs: int, per_run: int, concurrency: int,
                    log_dir: Path) -> tuple[list[float], list[float], float]:
     from worker.client import enqueue_memory_writes
@@ -190,19 +207,10 @@ def through_celery(database_url: str, runs: int, per_run: int, concurrency: int,
                 sent_at[(run["run_id"], seq)] = enqueued_at
             handles.append(handle)
         total = runs * per_run
-        while True:
-            with psycopg.connect(database_url) as conn:
-                done = conn.execute("SELECT count(*) FROM write_log").fetchone()[0]
-            if done >= total:
-                break
-            if time.time() - started > 600:
-                raise RuntimeError(f"only {done}/{total} writes committed")
-            time.sleep(0.05)
-        with psycopg.connect(database_url) as conn:
-            applied = conn.execute(
-                "SELECT run_id, seq, extract(epoch FROM applied_at) FROM write_log").fetchall()
-        latencies = [(float(at) - sent_at[(run_id, seq)]) * 1000 for run_id, seq, at in applied]
-        elapsed = max(float(at) for _, _, at in applied) - started
+        applied = wait_for_commits(database_url, total, started, limit_s=600)
+        latencies = [(float(at) - sent_at[(run_id, seq)]) * 1000
+                     for run_id, seq, at, _ in applied]
+        elapsed = max(float(at) for _, _, at, _ in applied) - started
         return single, latencies, total / elapsed
     finally:
         worker.terminate()

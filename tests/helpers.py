@@ -130,6 +130,13 @@ class WorkerProcess:
 
         wait_until(ready, timeout=timeout, interval=0.2)
 
+    def children(self) -> set[int]:
+        """The pids of its pool processes."""
+        assert self.process is not None
+        found = subprocess.run(["pgrep", "-P", str(self.process.pid)], capture_output=True,
+                               text=True).stdout.split()
+        return {int(pid) for pid in found}
+
     def kill(self) -> None:
         """SIGKILL the whole process group: main process and pool children, no cleanup."""
         assert self.process is not None
@@ -197,4 +204,16 @@ def configure(db: Any, agent: str = "A", **changes: Any) -> None:
 
     with db.transaction() as conn:
         configure_agent(conn, agent, changes)
+
+
+# Forty facts no two of which are duplicates, corrections or refinements of each other.
+DISTINCT_FACTS = (Path(__file__).parent / "data" / "distinct_facts.txt").read_text(
+    encoding="utf-8").splitlines()
+
+
+def nested(depth: int, leaf: Any = "x", *, as_list: bool = False) -> Any:
+    """`leaf` inside `depth` objects (or lists): a payload deeper than any real one."""
+    for _ in range(depth):
+        leaf = [leaf] if as_list else {"a": leaf}
+    return leaf
 

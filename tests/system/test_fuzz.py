@@ -7,7 +7,7 @@ import math
 import random
 from typing import Any
 
-from tests.helpers import rows
+from tests.helpers import nested, rows
 
 COUNT = 2000
 DISPOSITIONS = {"written", "superseded-own", "deduped", "skipped-duplicate", "skipped-cap",
@@ -15,17 +15,11 @@ DISPOSITIONS = {"written", "superseded-own", "deduped", "skipped-duplicate", "sk
                 "candidate"}
 
 
-def _nested(depth: int, leaf: Any) -> Any:
-    for _ in range(depth):
-        leaf = {"a": leaf} if depth % 2 else [leaf]
-    return leaf
-
-
 def _junk(rng: random.Random) -> Any:
     return rng.choice([
         None, True, 7, -1, 2**70, 3.5, math.nan, math.inf, -math.inf, "", " ", "x" * 5000,
         "\ud800lone", "nul\x00char", "ok", [], {}, ["a", 1], {"k": "v"}, [[[]]],
-        _nested(rng.choice([5, 40, 300, 700]), "deep"),
+        nested(depth := rng.choice([5, 40, 300, 700]), "deep", as_list=not depth % 2),
     ])
 
 

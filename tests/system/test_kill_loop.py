@@ -6,29 +6,19 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from tests.helpers import WorkerProcess, rows, wait_until
+from tests.helpers import DISTINCT_FACTS, WorkerProcess, rows, wait_until
 
 RUNS, CHAIN = 20, 10
-FACTS = (Path(__file__).parent.parent / "data" / "distinct_facts.txt").read_text(
-    encoding="utf-8").splitlines()[:CHAIN]
+FACTS = DISTINCT_FACTS[:CHAIN]
 
 
 def _logged(services) -> int:
     return int(rows(services.database_url, "SELECT count(*) AS n FROM write_log "
                     "WHERE run_id LIKE 'killed-%%'")[0]["n"])
-
-
-def _children(worker: WorkerProcess) -> list[int]:
-    assert worker.process is not None
-    out = subprocess.run(["pgrep", "-P", str(worker.process.pid)], capture_output=True,
-                         text=True).stdout.split()
-    return [int(pid) for pid in out]
 
 
 def _outcomes(services, prefix: str) -> dict[int, tuple]:
@@ -75,13 +65,13 @@ def test_kills_in_a_loop_leave_every_write_applied_exactly_once(services, worker
     kills = 0
     for threshold in (20, 50, 80):  # three pool processes, each mid-chain
         wait_until(lambda t=threshold: _logged(services) >= t, timeout=120, interval=0.01)
-        os.kill(min(_children(first)), signal.SIGKILL)
+        os.kill(min(first.children()), signal.SIGKILL)
         kills += 1
     wait_until(lambda: _logged(services) >= 110, timeout=120, interval=0.01)
     first.kill()  # the whole worker, main process and pool
     second = workers("killed-b")
     wait_until(lambda: _logged(services) >= 140, timeout=120, interval=0.01)
-    os.kill(min(_children(second)), signal.SIGKILL)
+    os.kill(min(second.children()), signal.SIGKILL)
     kills += 2
     wait_until(lambda: _logged(services) == RUNS * CHAIN, timeout=240, interval=0.2)
 

@@ -9,22 +9,15 @@ import json
 import pytest
 from celery.result import AsyncResult
 
-from tests.helpers import rows, wait_until
+from tests.helpers import nested, rows, wait_until
 from tests.system.conftest import publish_raw, send
-
-
-def _nested(depth: int) -> object:
-    value: object = "x"
-    for _ in range(depth):
-        value = {"a": value}
-    return value
 
 
 @pytest.mark.parametrize("depth", [480, 900])
 def test_a_deeply_nested_write_is_rejected_and_the_worker_lives(services, system_worker,
                                                                  depth):
     run = {"run_id": f"deep-{depth}", "agent_id": "A", "user_id": "u-1"}
-    deep = send("memory.write", run, {"note": _nested(depth), "type": "Context"}, 1)
+    deep = send("memory.write", run, {"note": nested(depth), "type": "Context"}, 1)
     after = send("memory.write", run, {"note": "User prefers tea.", "type": "Context"}, 2)
     result = deep.get(timeout=60)
     assert result["disposition"] == "rejected-invalid", result
@@ -38,7 +31,7 @@ def test_a_deeply_nested_write_is_rejected_and_the_worker_lives(services, system
 
 def test_a_deeply_nested_read_answers_not_ok(services, system_worker):
     reply = send("memory.context", {"agent_id": "A", "input_text": "hi",
-                                    "secondary_scopes": _nested(900)}).get(timeout=60)
+                                    "secondary_scopes": nested(900)}).get(timeout=60)
     assert reply["ok"] is False and "nested" in reply["error"]
 
 
@@ -67,7 +60,7 @@ def test_deeper_than_any_encoder_writes_is_refused_in_order(services, system_wor
 
 def test_a_deep_write_is_kept_as_a_dead_letter(services, system_worker):
     run = {"run_id": "kept", "agent_id": "A", "user_id": "u-1"}
-    result = send("memory.write", run, {"note": _nested(100), "type": "Context"}, 1)
+    result = send("memory.write", run, {"note": nested(100), "type": "Context"}, 1)
     assert result.get(timeout=60)["disposition"] == "rejected-invalid"
     [letter] = _dead_letters(services)
     assert letter["task_id"] == result.id and letter["reason"].startswith("the payload is")
@@ -112,4 +105,4 @@ def test_the_client_refuses_to_send_what_the_worker_would_refuse(services):
 
     with pytest.raises(ValueError, match="nested deeper than 32 levels"):
         enqueue_memory_writes({"run_id": "r", "agent_id": "A"},
-                              [{"note": _nested(480), "type": "Context"}])
+                              [{"note": nested(480), "type": "Context"}])

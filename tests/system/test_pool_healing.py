@@ -10,19 +10,12 @@ import subprocess
 import sys
 import time
 
-from tests.helpers import WorkerProcess, rows, wait_until
+from tests.helpers import rows, wait_until
 from tests.system.conftest import send
 
 
-def _children(worker: WorkerProcess) -> set[int]:
-    assert worker.process is not None
-    found = subprocess.run(["pgrep", "-P", str(worker.process.pid)], capture_output=True,
-                           text=True).stdout.split()
-    return {int(pid) for pid in found}
-
-
 def test_a_killed_child_is_replaced_and_the_replacement_serves(services, system_worker):
-    before = wait_until(lambda: len(_children(system_worker)) == 2 and _children(system_worker),
+    before = wait_until(lambda: len(system_worker.children()) == 2 and system_worker.children(),
                         timeout=30)
     victim = min(before)
     # A busy machine, as when a child is OOM-killed: two CPU hogs on this 2-core box.
@@ -30,13 +23,13 @@ def test_a_killed_child_is_replaced_and_the_replacement_serves(services, system_
     try:
         killed_at = time.monotonic()
         os.kill(victim, signal.SIGKILL)
-        after = wait_until(lambda: (len(kids := _children(system_worker)) == 2
+        after = wait_until(lambda: (len(kids := system_worker.children()) == 2
                                     and victim not in kids and kids), timeout=30,
                            interval=0.05)
         replaced_in = time.monotonic() - killed_at
         # Past Celery's start-up check (4 s by default), under load: still alive.
         time.sleep(10)
-        assert _children(system_worker) == after, "the replacement was killed"
+        assert system_worker.children() == after, "the replacement was killed"
     finally:
         for hog in hogs:
             hog.kill()

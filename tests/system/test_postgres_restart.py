@@ -9,15 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import rows, wait_until
+from tests.helpers import DISTINCT_FACTS, rows, wait_until
 from tests.system.conftest import send
 from worker.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.skipif(bool(os.environ.get("TEST_DATABASE_ADMIN_URL")),
                                 reason="restarts the embedded test server only")
 RUNS, CHAIN = 15, 10
-FACTS = (Path(__file__).parent.parent / "data" / "distinct_facts.txt").read_text(
-    encoding="utf-8").splitlines()[:CHAIN]
+FACTS = DISTINCT_FACTS[:CHAIN]
 
 
 def _restart_postgres() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import rows, wait_until
+from tests.helpers import DISTINCT_FACTS, rows, wait_until
 from tests.system.conftest import RedisRestarts, send
 
 HOLD = Path(f"/tmp/memory-test-hold-{os.getpid()}")
@@ -34,12 +34,8 @@ def _log(services, run_id: str) -> list[dict]:
                 "WHERE run_id = %s ORDER BY seq", run_id)
 
 
-FACTS = (Path(__file__).parent.parent / "data" / "distinct_facts.txt").read_text(
-    encoding="utf-8").splitlines()
-
-
 def _facts(start: int, n: int) -> list[dict]:
-    return [{"note": fact, "type": "Context"} for fact in FACTS[start:start + n]]
+    return [{"note": fact, "type": "Context"} for fact in DISTINCT_FACTS[start:start + n]]
 
 
 def test_a_run_continues_in_order_after_redis_loses_its_data(services, system_worker,

@@ -4,13 +4,9 @@ cycle together): their cycles never overlap, and no note is hardened twice."""
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
-from tests.helpers import rows
+from tests.helpers import DISTINCT_FACTS, rows
 from tests.system.conftest import send
-
-FACTS = (Path(__file__).parent.parent / "data" / "distinct_facts.txt").read_text(
-    encoding="utf-8").splitlines()
 
 
 def test_simultaneous_ticks_run_one_cycle_at_a_time(services, system_worker):
@@ -18,7 +14,7 @@ def test_simultaneous_ticks_run_one_cycle_at_a_time(services, system_worker):
     for r in range(8):
         run = {"run_id": f"beats-{r}", "agent_id": "A", "user_id": f"u-{r}"}
         pending += [send("memory.write", run, {"note": fact, "type": "Context"}, i)
-                    for i, fact in enumerate(FACTS[r * 5:r * 5 + 5], start=1)]
+                    for i, fact in enumerate(DISTINCT_FACTS[r * 5:r * 5 + 5], start=1)]
     assert all(p.get(timeout=60)["disposition"] == "written" for p in pending)
 
     ticks = [send("memory.manager.cycle", True, True) for _ in range(4)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.helpers import nested
 from worker.masking import mask_args
 from worker.poison import (
     MAX_PAYLOAD_DEPTH,
@@ -13,24 +14,17 @@ from worker.poison import (
 )
 
 
-def _nested(depth: int) -> object:
-    value: object = "x"
-    for _ in range(depth):
-        value = {"a": value}
-    return value
-
-
 def test_nesting_depth_counts_containers_and_stops_past_the_limit():
     assert nesting_depth("x") == 0
     assert nesting_depth({"a": [1, 2]}) == 2
-    assert nesting_depth(_nested(10)) == 10
-    assert nesting_depth(_nested(100_000)) == MAX_PAYLOAD_DEPTH + 1  # stops early, no recursion
-    assert not too_deep(_nested(MAX_PAYLOAD_DEPTH)) and too_deep(_nested(MAX_PAYLOAD_DEPTH + 1))
+    assert nesting_depth(nested(10)) == 10
+    assert nesting_depth(nested(100_000)) == MAX_PAYLOAD_DEPTH + 1  # stops early, no recursion
+    assert not too_deep(nested(MAX_PAYLOAD_DEPTH)) and too_deep(nested(MAX_PAYLOAD_DEPTH + 1))
 
 
 def test_a_refusal_keeps_the_shallow_arguments_and_drops_the_deep_ones():
     run = {"run_id": "r", "agent_id": "A"}
-    args, kwargs = refused_arguments([run, {"note": _nested(500)}, 3], {},
+    args, kwargs = refused_arguments([run, {"note": nested(500)}, 3], {},
                                      {"reason": "too deep"})
     assert args == [run, None, 3]
     assert kwargs == {REFUSED: {"reason": "too deep"}}
@@ -39,7 +33,7 @@ def test_a_refusal_keeps_the_shallow_arguments_and_drops_the_deep_ones():
 def test_only_the_deep_step_of_a_chain_is_refused():
     shallow = {"task": "memory.write", "args": [{"run_id": "r"}, {"note": "ok"}, 2],
                "kwargs": {}}
-    deep = {"task": "memory.write", "args": [{"run_id": "r"}, {"note": _nested(500)}, 3],
+    deep = {"task": "memory.write", "args": [{"run_id": "r"}, {"note": nested(500)}, 3],
             "kwargs": {}}
     screened = _refuse_deep_chain({"chain": [deep, shallow]})
     later, following = screened["chain"]
@@ -49,5 +43,5 @@ def test_only_the_deep_step_of_a_chain_is_refused():
 
 
 def test_argument_summaries_are_cut_at_a_fixed_depth():
-    summary = mask_args([{"run_id": "r"}, _nested(5000), 1])
+    summary = mask_args([{"run_id": "r"}, nested(5000), 1])
     assert "nested deeper" in summary and len(summary) < 500
