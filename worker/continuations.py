@@ -51,19 +51,20 @@ def _publish(steps: list[dict[str, Any]], *, parent_id: str | None, root_id: str
 
 
 def publish_continuation(steps: list[dict[str, Any]], *, parent_id: str, root_id: str | None,
-                         db: Any) -> bool:
+                         db: Any) -> None:
     """Publish the next step with the rest of the chain; if the broker refuses past the
-    publish retries, keep it in Postgres for `flush_continuations`. True if published."""
+    publish retries, keep it in Postgres for `flush_continuations`."""
     try:
         _publish(steps, parent_id=parent_id, root_id=root_id)
-        return True
+        return
     except Exception as exc:
         log.error("could not publish the continuation of %s (%s); kept for a later flush",
                   parent_id, type(exc).__name__)
-    with db.transaction() as conn:  # raises if Postgres is down too: the message is redelivered
+    # With Postgres down too this raises and the task fails: the continuation is lost only
+    # when both stores are away in the moment between the commit and the publish.
+    with db.transaction() as conn:
         save_continuation(conn, parent_task_id=parent_id, root_id=root_id,
                           chain_json=json.dumps(steps), error="publish failed")
-    return False
 
 
 def flush_continuations(db: Any, *, limit: int = 200) -> dict[str, int]:

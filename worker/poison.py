@@ -31,6 +31,7 @@ MAX_KEPT_BODY = 65_536
 REFUSED = "_refused"  # the keyword a refused message carries to its task
 _DELIVERY_KEY = "memory:deliveries:{task_id}:{retries}"
 _DELIVERY_TTL_S = 86_400
+_DEEP_REASON = f"the payload is nested deeper than {MAX_PAYLOAD_DEPTH} levels"
 
 _redis_client: Any = None
 
@@ -95,9 +96,6 @@ def _refuse_deep_chain(embed: Any) -> Any:
             safe_chain.append(signature)
         embed = {**embed, "chain": safe_chain}
     return {k: v for k, v in embed.items() if not too_deep(v)}
-
-
-_DEEP_REASON = f"the payload is nested deeper than {MAX_PAYLOAD_DEPTH} levels"
 
 
 def _redis() -> Any:
