@@ -110,8 +110,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
-from worker import corrections  # noqa: E402
 from worker.corrections import Relation, Verdict, classify, supersedes  # noqa: E402
+from worker.corrections.parse import parse  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 # name -> (file, role). The first is the newest set written blind that the bench may read
@@ -297,7 +297,7 @@ def timed(call: Callable[[], object], before: Callable[[], object] | None = None
 
 def latency(rows: Sequence[Row], sims: Sequence[float], repeats: int) -> str:
     pairs = list(zip(rows, sims, strict=True)) * repeats
-    clear = corrections._parse.cache_clear  # cold: both notes parsed inside the call
+    clear = parse.cache_clear  # cold: both notes parsed inside the call
     cold = [timed(lambda r=r, s=s: classify(r["earlier"], r["later"], s), clear)
             for r, s in pairs]
     warm = [timed(lambda r=r, s=s: classify(r["earlier"], r["later"], s)) for r, s in pairs]
