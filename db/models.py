@@ -1,8 +1,8 @@
 """The declared schema (SQLAlchemy Core).
 
 Migrations in `db/migrations/` are the history; this module is the statement of what that
-history must add up to. `tests/test_schema.py` builds one database from each and compares
-their catalogs, so neither can drift from the other.
+history must add up to. `tests/integration/test_schema.py` builds one database from each and
+compares their catalogs, so neither can drift from the other.
 """
 
 from __future__ import annotations

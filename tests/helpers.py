@@ -206,9 +206,11 @@ def configure(db: Any, agent: str = "A", **changes: Any) -> None:
         configure_agent(conn, agent, changes)
 
 
+DATA = Path(__file__).parent / "data"  # the labeled sets every tier reads
+
 # Forty facts no two of which are duplicates, corrections or refinements of each other.
-DISTINCT_FACTS = (Path(__file__).parent / "data" / "distinct_facts.txt").read_text(
-    encoding="utf-8").splitlines()
+DISTINCT_FACTS = [line.strip() for line in (DATA / "distinct_facts.txt").read_text(
+    encoding="utf-8").splitlines() if line.strip()]
 
 
 def nested(depth: int, leaf: Any = "x", *, as_list: bool = False) -> Any:

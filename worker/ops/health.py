@@ -57,7 +57,7 @@ HEARTBEAT_SUFFIX = ".heartbeat"
 BEAT_ROLE = "beat"
 
 # The same default as worker.settings.PROJECT_ROOT, computed here so that liveness does not
-# import pydantic (tests/test_health.py checks the two agree).
+# import pydantic (tests/integration/test_health.py checks the two agree).
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]  # worker/ops/health.py -> the project
 
 

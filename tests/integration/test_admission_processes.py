@@ -3,18 +3,14 @@ fingerprints live in Postgres under the run's advisory lock, not in a process's 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.helpers import WorkerProcess, rows, run_context
+from tests.helpers import DISTINCT_FACTS, WorkerProcess, rows, run_context
 from worker.client import enqueue_memory_writes
 
 pytestmark = pytest.mark.processes
 
-FACTS = [line.strip() for line in
-         (Path(__file__).parent / "data" / "distinct_facts.txt").read_text().splitlines()
-         if line.strip()]
+FACTS = DISTINCT_FACTS
 MARKER = "quince-harbor"
 
 

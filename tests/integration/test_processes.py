@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from tests.helpers import WorkerProcess, notes, rows, run_context, wait_until
+from tests.helpers import DISTINCT_FACTS, WorkerProcess, notes, rows, run_context, wait_until
 from worker.client import enqueue_memory_writes
 
 pytestmark = pytest.mark.processes
 
-FACTS = [line.strip() for line in
-         (Path(__file__).parent / "data" / "distinct_facts.txt").read_text().splitlines()
-         if line.strip()]
+FACTS = DISTINCT_FACTS
 
 
 def _count(database_url: str, sql: str, *params) -> int:

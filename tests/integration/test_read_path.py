@@ -211,7 +211,7 @@ def test_reranker_reorders_filters_and_falls_back_on_error(deps, seed, db):
     plain = context(deps, text=question)
     assert [n.note for n in plain.notes] == ["User prefers dark backgrounds on charts.",
                                              "User prefers charts with a legend on the left."]
-    configure(db, reranker_config={"type": "python", "path": "tests.test_read_path:longest"})
+    configure(db, reranker_config={"type": "python", "path": f"{__name__}:longest"})
     assert [n.note for n in context(deps, text=question).notes] == [
         "User prefers charts with a legend on the left.",
         "User prefers dark backgrounds on charts."]
@@ -219,7 +219,7 @@ def test_reranker_reorders_filters_and_falls_back_on_error(deps, seed, db):
     lexical = context(deps, text=question)
     assert [n.note for n in lexical.notes] == ["User prefers dark backgrounds on charts."]
     assert lexical.trace["reranker"] == "lexical" and lexical.trace["reranker_dropped"] == 1
-    configure(db, reranker_config={"type": "python", "path": "tests.test_read_path:broken"})
+    configure(db, reranker_config={"type": "python", "path": f"{__name__}:broken"})
     fallback = context(deps, text=question)
     assert [n.id for n in fallback.notes] == [n.id for n in plain.notes], "vector order"
     assert "RuntimeError: reranker down" in fallback.trace["reranker_error"]

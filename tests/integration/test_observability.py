@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import WorkerProcess, notes, rows, run_context, wait_until
+from tests.helpers import DISTINCT_FACTS, WorkerProcess, notes, rows, run_context, wait_until
 from worker.client import enqueue_memory_writes
 
 pytestmark = pytest.mark.processes
@@ -132,8 +132,7 @@ def test_sigterm_lets_in_flight_writes_finish(services, tmp_path: Path):
     worker = WorkerProcess("graceful", tmp_path, concurrency=2).start()
     try:
         worker.wait_ready()
-        facts = [line.strip() for line in (Path(__file__).parent / "data" /
-                 "distinct_facts.txt").read_text().splitlines() if line.strip()][:5]
+        facts = DISTINCT_FACTS[:5]
         enqueued = enqueue_memory_writes(run_context("term-run"),
                                          [{"note": f, "type": "Context"} for f in facts])
         wait_until(lambda: rows(services.database_url,

@@ -1,9 +1,9 @@
 """Correction detector (`worker.corrections`): the issue's examples, the aggregate targets on the
 labeled pairs, and output hygiene.
 
-Pure: no database. Similarities come from the real default embedder (all-MiniLM-L6-v2, offline),
-built here in a module-scoped fixture rather than through conftest's `embedder` fixture, which
-starts Postgres. Speed is measured by `bench/corrections.py`, not asserted here.
+Pure: no database, no model. Similarities are the real default embedder's (all-MiniLM-L6-v2)
+cosines, cached in `tests/data/minilm_cosines.tsv` (`tests.cosines`; checked against the live
+model in the integration tier). Speed is measured by `bench/corrections.py`, not asserted here.
 
 Data files (bench/corrections.py reports all of them):
   * correction_pairs.tsv and correction_pairs_holdout.tsv - the tuning set. The second was the
@@ -26,15 +26,17 @@ Data files (bench/corrections.py reports all of them):
 from __future__ import annotations
 
 import csv
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests import cosines
+from tests.cosines import Cosine
 from worker.corrections import (
     SUPERSEDE_MIN_CONFIDENCE,
     Relation,
@@ -43,7 +45,7 @@ from worker.corrections import (
     supersedes,
 )
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 TRAIN = DATA / "correction_pairs.tsv"
 HOLDOUT = DATA / "correction_pairs_holdout.tsv"  # round-1 held-out, folded into tuning
 DEV = DATA / "correction_pairs_dev.tsv"
@@ -78,7 +80,6 @@ KNOWN_SIGNALS = frozenset({
     "weak_marker",
 })
 
-Cosine = Callable[[str, str], float]
 
 
 def load_pairs(path: Path) -> list[dict[str, str]]:
@@ -87,25 +88,23 @@ def load_pairs(path: Path) -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def cosine() -> Cosine:
-    from worker.embeddings import LocalEmbedder
+def cosine() -> Iterator[Cosine]:
+    """MiniLM's cosine of a pair, from `tests/data/minilm_cosines.tsv` (see `tests.cosines`);
+    with RECORD_COSINES=1 from the live model, rewriting the cache with what this run used."""
+    if not os.environ.get(cosines.RECORD_ENV):
+        cached = cosines.load()
 
-    embedder = LocalEmbedder(threads=1)
-    cache: dict[str, np.ndarray] = {}
+        def lookup(a: str, b: str) -> float:
+            if (a, b) not in cached:
+                pytest.fail(f"no cached MiniLM cosine for {a!r} / {b!r}: run "
+                            f"{cosines.RECORD_ENV}=1 pytest tests/unit/test_corrections.py")
+            return cached[(a, b)]
 
-    def vectors(texts: list[str]) -> None:
-        missing = sorted({t for t in texts if t not in cache})
-        for start in range(0, len(missing), 64):
-            batch = missing[start:start + 64]
-            cache.update(zip(batch, embedder.embed(batch), strict=True))
-
-    def cos(a: str, b: str) -> float:
-        vectors([a, b])
-        return float(np.dot(cache[a], cache[b]))  # vectors are L2-normalized
-
+        yield lookup
+        return
     rows = [row for path in (*TUNING, DEV) for row in load_pairs(path)]
-    vectors([r["earlier"] for r in rows] + [r["later"] for r in rows])
-    return cos
+    yield cosines.record(cosines.minilm([r["earlier"] for r in rows] + [r["later"] for r in rows]))
+    cosines.write_recorded()
 
 
 @pytest.fixture(params=["structure-only", "with-minilm"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.helpers import hold_memory_for, notes, run_context
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 USER, COMPANY = "u-1001", "acme"
 # Dispositions that mean "nothing was stored": admission blocked it, or validation refused it
 # before admission (a note over 2,000 characters is `rejected-invalid`).
