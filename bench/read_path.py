@@ -225,7 +225,7 @@ class PrecomputedEmbedder:
 
 def measure(database_url: str, corpus: Corpus, queries: int) -> dict[str, float]:
     from db.connector import get_database
-    from db.queries import retrieval as q
+    from db.queries.retrieval import relevant_notes
     from db.scope import RequestScope, ScopeConfig
     from worker.reads.context import ContextDeps, build_context
     from worker.settings import Settings
@@ -256,15 +256,15 @@ def measure(database_url: str, corpus: Corpus, queries: int) -> dict[str, float]
         truth = set(corpus.exact_top(embedder.vectors[text], user))
         expected += len(truth)
         with db.connect() as conn:
-            got = q.relevant_notes(conn, request, ScopeConfig(), query=embedder.vectors[text],
-                                   embedding_model=MODEL, min_similarity=-1.0, per_status=5,
-                                   now=now)
+            got = relevant_notes(conn, request, ScopeConfig(), query=embedder.vectors[text],
+                                 embedding_model=MODEL, min_similarity=-1.0, per_status=5,
+                                 now=now)
             hits += len(truth & {n.id for n in got})
             conn.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
             for _ in range(3):  # statements are prepared on first use: this plan is generic
-                got = q.relevant_notes(conn, request, ScopeConfig(),
-                                       query=embedder.vectors[text], embedding_model=MODEL,
-                                       min_similarity=-1.0, per_status=5, now=now)
+                got = relevant_notes(conn, request, ScopeConfig(),
+                                     query=embedder.vectors[text], embedding_model=MODEL,
+                                     min_similarity=-1.0, per_status=5, now=now)
             generic_hits += len(truth & {n.id for n in got})
             conn.exec_driver_sql("RESET plan_cache_mode")
             conn.rollback()

@@ -188,7 +188,7 @@ def seed(db: Any, embedder: Any) -> Any:
     import uuid
     from datetime import datetime, timedelta
 
-    from db import queries
+    from db.queries.notes import NewNote, insert_note
     from db.scope import NoteScope
     from tests.helpers import READ_NOW
     from worker.normalize import content_hash
@@ -201,7 +201,7 @@ def seed(db: Any, embedder: Any) -> Any:
             author: str = "Agent") -> uuid.UUID:
         [embedding] = [vector] if vector is not None else embedder.embed([text])
         with db.transaction() as conn:
-            return queries.insert_note(conn, queries.NewNote(
+            return insert_note(conn, NewNote(
                 scope=NoteScope(agent, user, company, entity, record, secondary or {}),
                 type=type, note=text, content_hash=content_hash(text), status=status,
                 author_type=author, protection_tier="Standard", expires_at=expires,

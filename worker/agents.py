@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from db import queries
 from db.enums import ExampleStrategy, InjectionStrategy
+from db.queries.agents import select_agent, upsert_agent
 from worker.writes.admission import PolicyError, validate_policy_overrides
 
 
@@ -99,7 +99,7 @@ def config_from_row(agent_id: str, row: dict[str, Any] | None) -> AgentConfig:
 
 
 def load_agent_config(conn: Connection, agent_id: str) -> AgentConfig:
-    return config_from_row(agent_id, queries.select_agent(conn, agent_id))
+    return config_from_row(agent_id, select_agent(conn, agent_id))
 
 
 def configure_agent(conn: Connection, agent_id: str, changes: Any) -> AgentConfig:
@@ -107,5 +107,5 @@ def configure_agent(conn: Connection, agent_id: str, changes: Any) -> AgentConfi
     valid = validate_changes(changes)
     current = load_agent_config(conn, agent_id).as_dict()
     current.update(valid)
-    queries.upsert_agent(conn, current)
+    upsert_agent(conn, current)
     return config_from_row(agent_id, current)

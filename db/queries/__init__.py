@@ -2,37 +2,22 @@
 
 Statements take bound parameters only (never interpolated values); the literal fragments
 spliced in (`INJECTABLE_SQL`, the scope predicate of `db.scope`) are our own constants.
-Vectors are bound as numpy arrays and travel in pgvector's binary format. Modules: `agents`
-(configuration), `runs` (sequencing, write log, trace), `notes` (scope neighbourhood, note
-changes), `retrieval` (the read path).
+Vectors are bound as numpy arrays and travel in pgvector's binary format. One import style:
+`from db.queries.<module> import <name>`; this package re-exports nothing.
+
+Split by the path that runs the statements (a path owns its statements even where it touches
+several tables), with the pieces every path shares beside them:
+
+- write path: `runs` (run lock, sequencing, the write log, trace events) · `notes` (scope
+  lock and neighbourhood, insert, reinforce, supersede-own) · `admission` (duplicate writes,
+  known principals) · `candidates` (internal memory held for promotion)
+- read path: `retrieval` (ranked, recent and all-notes strategies; examples) · `injection`
+  (corrections and expiry facts that keep a note out) · `access` (access counts, folded
+  later)
+- Memory Manager: `manager` (cycle lock and rows, watermarks, note history) · `hardening`
+  · `consolidation` · `maintenance` (importance, decay, expiry, pruning pages) ·
+  `conversations` (ingestion, extraction's reads, examples)
+- operations: `inspect` (notes for the CLI) · `stats` · `dead_letters` · `continuations`
+- shared: `agents` (configuration rows) · `lattice` (scope columns, visible rows) ·
+  `vectors` (numpy <-> pgvector)
 """
-
-from db.queries.agents import select_agent, upsert_agent
-from db.queries.notes import (
-    Neighbour,
-    NewNote,
-    ScopeNeighbours,
-    insert_note,
-    lock_scope,
-    reinforce_note,
-    scope_neighbours,
-    supersede_own_note,
-)
-from db.queries.runs import (
-    WriteRecord,
-    WriteState,
-    insert_run,
-    insert_trace,
-    load_write_state,
-    lock_run,
-    record_write,
-    skip_gap,
-    start_gap_wait,
-)
-
-__all__ = [
-    "Neighbour", "NewNote", "ScopeNeighbours", "WriteRecord", "WriteState",
-    "insert_note", "insert_run", "insert_trace", "load_write_state", "lock_run", "lock_scope",
-    "record_write", "reinforce_note", "scope_neighbours", "select_agent", "skip_gap",
-    "start_gap_wait", "supersede_own_note", "upsert_agent",
-]

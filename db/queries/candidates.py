@@ -113,8 +113,8 @@ def get_candidate(conn: Connection, candidate_id: uuid.UUID, *, for_update: bool
     return dict(row) if row else None
 
 
-def list_candidates(conn: Connection, *, agent_id: str | None = None, run_id: str | None = None,
-                    status: str | None = "candidate", limit: int = 100) -> list[dict[str, Any]]:
+def select_candidates(conn: Connection, *, agent_id: str | None = None, run_id: str | None = None,
+                      status: str | None = "candidate", limit: int = 100) -> list[dict[str, Any]]:
     rows = conn.execute(_LIST, {"agent_id": agent_id, "run_id": run_id, "status": status,
                                 "limit": limit}).mappings()
     return [dict(row) for row in rows]

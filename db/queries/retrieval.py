@@ -217,9 +217,9 @@ _EXAMPLE_ORDER = {
 }
 
 
-def examples(conn: Connection, request: RequestScope, config: ScopeConfig, *, strategy: str,
-             limit: int, query: np.ndarray | None, embedding_model: str | None
-             ) -> list[ExampleCandidate]:
+def select_examples(conn: Connection, request: RequestScope, config: ScopeConfig, *, strategy: str,
+                    limit: int, query: np.ndarray | None, embedding_model: str | None
+                    ) -> list[ExampleCandidate]:
     scoped, params = scoped_rows(
         "examples", request, config,
         qualified(f"{EXAMPLE_COLUMNS}, embedding, embedding_model"), expiring=False)

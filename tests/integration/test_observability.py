@@ -99,7 +99,7 @@ def test_metrics_endpoint_and_json_logs_of_a_prefork_worker(services, tmp_path: 
 
 
 def test_note_gauges_switch_to_planner_statistics_on_a_large_table(services, db, monkeypatch):
-    from db.queries import stats
+    from db.queries.stats import note_gauges
 
     with db.transaction() as conn:
         conn.exec_driver_sql(
@@ -109,10 +109,10 @@ def test_note_gauges_switch_to_planner_statistics_on_a_large_table(services, db,
             "FROM generate_series(1, 400) AS g")
     with db.connect() as conn:
         conn.exec_driver_sql("ANALYZE notes")  # a small table is sampled whole: exact stats
-        _, exact = stats.note_gauges(conn)
-        monkeypatch.setattr(stats, "EXACT_COUNT_MAX_ROWS", 100)
+        _, exact = note_gauges(conn)
+        monkeypatch.setattr("db.queries.stats.EXACT_COUNT_MAX_ROWS", 100)
         conn.exec_driver_sql("DELETE FROM notes WHERE status = 'Archived'")  # not analyzed
-        _, estimated = stats.note_gauges(conn)
+        _, estimated = note_gauges(conn)
         conn.rollback()
     assert exact["Active"] == 300 and exact["Archived"] == 100
     assert estimated == exact, "above the threshold the counts come from the statistics"

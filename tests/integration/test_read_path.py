@@ -9,9 +9,9 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from db.queries import access
-from db.queries import inspect as inspect_queries
-from db.queries import retrieval as q
+from db.queries.access import fold_access_page, record_access
+from db.queries.inspect import show_note
+from db.queries.retrieval import relevant_notes
 from db.scope import RequestScope, ScopeConfig, ScopeError
 from tests.helpers import READ_NOW, configure, rows
 from worker.manager.cycle import run_manager_cycle
@@ -161,9 +161,9 @@ def test_selective_scope_finds_its_five_among_100k(deps, seed, db, embedder, ser
     with db.read(generic_plans=True) as conn:  # the connections build_context reads on
         assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_generic_plan"
         for _ in range(3):  # prepared on first use: every run here uses the generic plan
-            found = q.relevant_notes(conn, request, ScopeConfig(), query=query,
-                                     embedding_model=embedder.model_name, min_similarity=0.0,
-                                     per_status=5, now=NOW)
+            found = relevant_notes(conn, request, ScopeConfig(), query=query,
+                                   embedding_model=embedder.model_name, min_similarity=0.0,
+                                   per_status=5, now=NOW)
             assert {n.id for n in found} == mine
 
 
@@ -254,7 +254,7 @@ def test_access_statistics_are_recorded_off_the_read_path(deps, seed, db):
                      "WHERE note_id = %s", note_id)
     assert (pending["hits"], pending["last_accessed_at"]) == (2, NOW)
     with db.connect() as conn:  # ... what operators see counts them already ...
-        shown = inspect_queries.show_note(conn, note_id)
+        shown = show_note(conn, note_id)
         assert shown is not None and shown["access_count"] == before[0]["access_count"] + 2
     # ... and the Memory Manager cycle folds them into the note, first thing.
     report = run_manager_cycle(db, deps.settings, None, now=NOW, force=True)
@@ -272,9 +272,9 @@ def test_accesses_of_a_note_deleted_before_the_fold_are_dropped(deps, seed, db):
     gone, kept = seed("User likes oolong."), seed("User likes sencha.")
     [before] = rows(deps.db.url, "SELECT access_count FROM notes WHERE id = %s", kept)
     with db.transaction() as conn:
-        access.record_access(conn, {gone: 3, kept: 1}, NOW)
+        record_access(conn, {gone: 3, kept: 1}, NOW)
         conn.exec_driver_sql("DELETE FROM notes WHERE id = %(id)s", {"id": gone})
-        pages = [access.fold_access_page(conn, limit=1) for _ in range(3)]  # by note id
+        pages = [fold_access_page(conn, limit=1) for _ in range(3)]  # by note id
     expected = {gone: (1, 0, 0), kept: (1, 1, 1)}
     assert pages == [expected[i] for i in sorted(expected)] + [(0, 0, 0)]
     [row] = rows(deps.db.url, "SELECT access_count FROM notes WHERE id = %s", kept)

@@ -10,7 +10,7 @@ import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from db.queries import retrieval as q
+from db.queries.retrieval import all_notes, recent_notes, relevant_notes, visible_note_ids
 from db.scope import (
     LEVEL_RANK,
     DimensionRule,
@@ -100,7 +100,7 @@ def test_sql_and_python_predicates_agree(services, db, stored, asked, config):
                 if is_visible(scope, request, config) and status in ("Active", "Provisional")
                 and (expires is None or expires > NOW)
             }
-            assert q.visible_note_ids(conn, request, config, NOW) == expected, request
+            assert visible_note_ids(conn, request, config, NOW) == expected, request
         conn.rollback()
 
 
@@ -177,9 +177,9 @@ def test_ranking_and_date_order_are_the_exact_top_n_of_the_scoped_set(services, 
                     scored[status].append((similarity, i))
             expected = {i for rows in scored.values()
                         for _, i in sorted(rows, key=lambda r: (-r[0], r[1]))[:per_status]}
-            found = q.relevant_notes(conn, request, config, query=query, embedding_model=model,
-                                     min_similarity=min_similarity, per_status=per_status,
-                                     now=NOW)
+            found = relevant_notes(conn, request, config, query=query, embedding_model=model,
+                                   min_similarity=min_similarity, per_status=per_status,
+                                   now=NOW)
             assert {n.id for n in found} == expected, (request, model)
             checked.append(len(expected))
             similarities = [n.similarity for n in found]
@@ -190,7 +190,7 @@ def test_ranking_and_date_order_are_the_exact_top_n_of_the_scoped_set(services, 
                     in zip(ids, stored, strict=True)
                     if status in scored and is_visible(scope, request, config)
                     and (expires is None or expires > NOW)]
-            for fetch, by_scope in ((q.recent_notes, False), (q.all_notes, True)):
+            for fetch, by_scope in ((recent_notes, False), (all_notes, True)):
                 def key(row, by_scope=by_scope):
                     i, scope, _, seed = row
                     level = LEVEL_RANK[(scope.agent_id is not None, scope.user_id is not None,

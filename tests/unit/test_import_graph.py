@@ -61,3 +61,25 @@ def test_no_import_cycles():
     real = [c for c in cycles if not all(m.startswith(c[0] + ".") or m == c[0]
                                          for m in c[1:])]
     assert real == []
+
+
+def _imports_queries_wholesale(node: ast.AST, modules: set[str]) -> bool:
+    if isinstance(node, ast.Import):
+        return any(a.name.startswith("db.queries") for a in node.names)
+    if not isinstance(node, ast.ImportFrom) or node.level:
+        return False
+    names = {a.name for a in node.names}
+    return (node.module == "db" and "queries" in names) or (
+        node.module == "db.queries" and bool(names & modules))
+
+
+def test_queries_are_imported_one_way():
+    """`from db.queries.<module> import <name>`, never the package or a module object: a reader
+    sees at the top of a file which statements it runs."""
+    modules = {p.stem for p in (PROJECT_ROOT / "db" / "queries").glob("*.py")}
+    offenders = [f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}"
+                 for folder in ("worker", "db", "bench", "tests")
+                 for path in (PROJECT_ROOT / folder).rglob("*.py")
+                 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                 if _imports_queries_wholesale(node, modules)]
+    assert offenders == []

@@ -21,7 +21,6 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from db.connector import Database
 from db.enums import CycleStatus
-from db.queries import insert_trace
 from db.queries.manager import (
     ConcurrentChange,
     abandon_running_cycles,
@@ -35,6 +34,7 @@ from db.queries.manager import (
     try_cycle_lock,
     update_cycle,
 )
+from db.queries.runs import insert_trace
 from worker.embeddings import Embedder
 from worker.manager.builtin_judge import BuiltinJudge
 from worker.manager.consolidation import consolidate_similar_notes, resolve_contradictions

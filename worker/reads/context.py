@@ -22,11 +22,11 @@ from typing import Any
 
 from sqlalchemy import exc as sa_exc
 
-from db import queries
 from db.connector import Database
-from db.queries import access
-from db.queries import retrieval as q
+from db.queries.access import record_access
 from db.queries.injection import filtered_counts
+from db.queries.retrieval import ExampleCandidate, NoteCandidate, select_examples
+from db.queries.runs import insert_trace
 from db.scope import RequestScope, ScopeConfig
 from worker.agents import AgentConfig, load_agent_config
 from worker.embeddings import Embedder
@@ -44,8 +44,8 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class MemoryContext:
     rendered: str
-    notes: list[q.NoteCandidate]
-    examples: list[q.ExampleCandidate]
+    notes: list[NoteCandidate]
+    examples: list[ExampleCandidate]
     strategy: str
     trace: dict[str, Any] = field(default_factory=dict)
 
@@ -121,9 +121,9 @@ class BackgroundRecorder:
             try:
                 with self.db.transaction() as conn:
                     if hits and at is not None:
-                        access.record_access(conn, dict(hits), at)
+                        record_access(conn, dict(hits), at)
                     for trace in traces:
-                        queries.insert_trace(conn, **trace)
+                        insert_trace(conn, **trace)
             except Exception:
                 with self._lock:
                     self._hits.update(hits)
@@ -208,7 +208,7 @@ def _build_context(deps: ContextDeps, request: RequestScope, input_text: str | N
             agent.inject_examples and agent.example_injection_strategy == "Semantic")
         query = _embed_query(deps, input_text, trace) if wants_vector else None
         model = deps.embedder.model_name if deps.embedder is not None else None
-        notes: list[q.NoteCandidate] = []
+        notes: list[NoteCandidate] = []
         filtered: dict[str, int] = {}
         strategy = agent.note_injection_strategy
         if agent.inject_notes:
@@ -226,12 +226,12 @@ def _build_context(deps: ContextDeps, request: RequestScope, input_text: str | N
                 filtered = filtered_counts(
                     conn, request, config, now=now, enforce_expires_at=rules.enforce_expires_at,
                     require_attribution=not rules.allow_unattributed_results)
-        examples: list[q.ExampleCandidate] = []
+        examples: list[ExampleCandidate] = []
         if agent.inject_examples and agent.max_examples_to_inject > 0:
-            examples = q.examples(conn, request, config,
-                                  strategy=agent.example_injection_strategy,
-                                  limit=agent.max_examples_to_inject, query=query,
-                                  embedding_model=model)
+            examples = select_examples(conn, request, config,
+                                       strategy=agent.example_injection_strategy,
+                                       limit=agent.max_examples_to_inject, query=query,
+                                       embedding_model=model)
     rendered = render_memory_context(notes, examples, include_policy=include_policy)
     trace.update(notes=len(notes), examples=len(examples),
                  provisional=sum(n.status == "Provisional" for n in notes))

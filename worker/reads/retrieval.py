@@ -18,8 +18,8 @@ import numpy as np
 from sqlalchemy import Connection
 
 from db.enums import InjectionStrategy, NoteStatus
-from db.queries import injection as iq
-from db.queries import retrieval as q
+from db.queries.injection import injection_facts
+from db.queries.retrieval import NoteCandidate, all_notes, recent_notes, relevant_notes
 from db.scope import RequestScope, ScopeConfig
 from worker.reads.rerankers import RerankerSpec
 
@@ -40,15 +40,15 @@ class InjectionRules:
         return self.enforce_expires_at or not self.allow_unattributed_results
 
 
-def drop_uninjectable(conn: Connection, candidates: list[q.NoteCandidate],
-                      rules: InjectionRules, trace: dict[str, Any]) -> list[q.NoteCandidate]:
+def drop_uninjectable(conn: Connection, candidates: list[NoteCandidate],
+                      rules: InjectionRules, trace: dict[str, Any]) -> list[NoteCandidate]:
     """Never both sides of a recorded correction: a note a live newer note was recorded as
     correcting is dropped until hardening retires it. Then the policy filters."""
     gone = {c.id for c in candidates if c.corrected}
     if gone:
         trace["dropped_corrected"] = len(gone)
     if rules.active:
-        for note_id, facts in iq.injection_facts(conn, [c.id for c in candidates]).items():
+        for note_id, facts in injection_facts(conn, [c.id for c in candidates]).items():
             if ((rules.enforce_expires_at and (facts.expiry_missing or facts.expiry_malformed))
                     or (not rules.allow_unattributed_results and not facts.attributed)):
                 gone.add(note_id)
@@ -57,7 +57,7 @@ def drop_uninjectable(conn: Connection, candidates: list[q.NoteCandidate],
 
 @dataclass
 class NoteSelection:
-    notes: list[q.NoteCandidate]
+    notes: list[NoteCandidate]
     strategy: str
     trace: dict[str, Any] = field(default_factory=dict)
 
@@ -66,7 +66,7 @@ def reserved_provisional_slots(limit: int) -> int:
     return 0 if limit <= 0 else max(1, math.ceil(limit / 2))
 
 
-def fill_slots(ordered: list[q.NoteCandidate], limit: int) -> list[q.NoteCandidate]:
+def fill_slots(ordered: list[NoteCandidate], limit: int) -> list[NoteCandidate]:
     """Take up to the reserved share of Provisional notes first, then the best of the rest."""
     provisional = [c for c in ordered if c.status == NoteStatus.PROVISIONAL]
     reserved = provisional[:min(len(provisional), reserved_provisional_slots(limit))]
@@ -75,8 +75,8 @@ def fill_slots(ordered: list[q.NoteCandidate], limit: int) -> list[q.NoteCandida
     return reserved + rest[:max(0, limit - len(reserved))]
 
 
-def _rerank(candidates: list[q.NoteCandidate], input_text: str, reranker: RerankerSpec,
-            trace: dict[str, Any]) -> list[q.NoteCandidate]:
+def _rerank(candidates: list[NoteCandidate], input_text: str, reranker: RerankerSpec,
+            trace: dict[str, Any]) -> list[NoteCandidate]:
     try:
         scores = [float(s) for s in reranker.score(input_text, [c.note for c in candidates])]
         if len(scores) != len(candidates):
@@ -107,18 +107,18 @@ def select_notes(conn: Connection, request: RequestScope, config: ScopeConfig, *
     if strategy == InjectionStrategy.RELEVANT:
         assert query is not None and embedding_model is not None
         per_status = limit * (reranker.multiplier if reranker else 1) + SPARE_CANDIDATES
-        candidates = q.relevant_notes(conn, request, config, query=query,
-                                      embedding_model=embedding_model,
-                                      min_similarity=min_similarity, per_status=per_status,
-                                      now=now)
+        candidates = relevant_notes(conn, request, config, query=query,
+                                    embedding_model=embedding_model,
+                                    min_similarity=min_similarity, per_status=per_status,
+                                    now=now)
         if reranker is not None and input_text:
             candidates = _rerank(candidates, input_text, reranker, trace)
     elif strategy == InjectionStrategy.ALL:
-        candidates = q.all_notes(conn, request, config, per_status=limit + SPARE_CANDIDATES,
-                                 now=now)
+        candidates = all_notes(conn, request, config, per_status=limit + SPARE_CANDIDATES,
+                               now=now)
     else:
-        candidates = q.recent_notes(conn, request, config,
-                                    per_status=limit + SPARE_CANDIDATES, now=now)
+        candidates = recent_notes(conn, request, config,
+                                  per_status=limit + SPARE_CANDIDATES, now=now)
     candidates = drop_uninjectable(conn, candidates, rules, trace)
     trace["candidates"] = len(candidates)
     chosen = fill_slots(candidates, limit)

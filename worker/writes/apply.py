@@ -27,9 +27,18 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy import exc as sa_exc
 
-from db import queries
 from db.connector import Database
 from db.enums import Disposition
+from db.queries.runs import (
+    WriteRecord,
+    insert_run,
+    insert_trace,
+    load_write_state,
+    lock_run,
+    record_write,
+    skip_gap,
+    start_gap_wait,
+)
 from worker.agents import config_from_row
 from worker.embeddings import Embedder, EmbeddingError
 from worker.ops import metrics
@@ -197,7 +206,7 @@ def _unsequenced_rejection(
     )
     try:
         with deps.db.transaction() as conn:
-            queries.insert_trace(
+            insert_trace(
                 conn, event="memory_write_skip", now=deps.clock(), run_id=run_id,
                 seq=seq if seq is not None and 0 < seq < 2**62 else None,
                 disposition=result.disposition, reason=result.reason,
@@ -282,8 +291,8 @@ def _apply_sequenced(
     traced: list[dict[str, Any]],
 ) -> WriteResult | WaitForSequence:
     now = deps.clock()
-    queries.lock_run(conn, run.run_id)
-    state = queries.load_write_state(conn, run.run_id, seq, run.agent_id)
+    lock_run(conn, run.run_id)
+    state = load_write_state(conn, run.run_id, seq, run.agent_id)
     logged = state.logged
     if logged is not None and logged["disposition"] != Disposition.ERROR:
         if logged["payload_digest"] == digest:
@@ -293,13 +302,13 @@ def _apply_sequenced(
     detail: dict[str, Any] = {}
     context_digest = run.identity_digest()
     if not state.run_exists:
-        queries.insert_run(conn, run, context_digest, now)
+        insert_run(conn, run, context_digest, now)
     expected = state.applied_seq + 1
     if prev > state.applied_seq:  # the write before it in its run is not applied yet
-        waiting_since = queries.start_gap_wait(conn, run.run_id, now)
+        waiting_since = start_gap_wait(conn, run.run_id, now)
         if now - waiting_since < timedelta(seconds=deps.settings.seq_gap_timeout_s):
             return WaitForSequence(run.run_id, seq, expected)
-        queries.skip_gap(conn, run.run_id, prev, now)
+        skip_gap(conn, run.run_id, prev, now)
         detail["gap_skipped"] = [expected, prev]
         metrics.series().sequence_gaps.inc()
         log.warning("run %s: sequence gap %d..%d declared after %.1fs; applying %d",
@@ -349,7 +358,7 @@ def _apply_sequenced(
     duration_ms = (time.perf_counter() - started) * 1000
     event = _event_for(outcome.disposition)
     through = admitted is not None and admitted.admitted
-    queries.record_write(conn, queries.WriteRecord(
+    record_write(conn, WriteRecord(
         run_id=run.run_id, seq=seq, agent_id=run.agent_id, payload_digest=digest,
         disposition=outcome.disposition, note_id=outcome.note_id, reason=outcome.reason,
         final_scope=final_scope, duration_ms=duration_ms, task_id=task_id,
@@ -381,9 +390,9 @@ def _apply_sequenced(
 def _record_event(conn: Connection, event: TraceEvent, run: RunContext, seq: int,
                   now: datetime, traced: list[dict[str, Any]]) -> None:
     """A trace step besides the write's own (a promotion decision), same transaction."""
-    queries.insert_trace(conn, event=event.event, now=now, run_id=run.run_id, seq=seq,
-                         agent_id=run.agent_id, disposition=event.disposition,
-                         note_id=event.note_id, reason=event.reason, detail=event.detail)
+    insert_trace(conn, event=event.event, now=now, run_id=run.run_id, seq=seq,
+                 agent_id=run.agent_id, disposition=event.disposition,
+                 note_id=event.note_id, reason=event.reason, detail=event.detail)
     traced.append({"event": event.event, "run_id": run.run_id, "seq": seq,
                    "agent_id": run.agent_id, "disposition": event.disposition,
                    "note_id": event.note_id, "detail": event.detail})
@@ -412,7 +421,7 @@ def _sequence_collision(
         "write. Enqueue it again to get a fresh sequence number."
     )
     duration_ms = (time.perf_counter() - started) * 1000
-    queries.insert_trace(
+    insert_trace(
         conn, event="memory_write_skip", now=now, run_id=run.run_id, seq=seq,
         agent_id=run.agent_id, disposition=Disposition.ERROR, reason=reason,
         detail={"sequence_collision": True}, duration_ms=duration_ms,
@@ -433,14 +442,14 @@ def _record_error(
     try:
         with deps.db.transaction() as conn:
             now = deps.clock()
-            queries.lock_run(conn, run.run_id)
-            state = queries.load_write_state(conn, run.run_id, seq, run.agent_id)
+            lock_run(conn, run.run_id)
+            state = load_write_state(conn, run.run_id, seq, run.agent_id)
             if not state.run_exists:
-                queries.insert_run(conn, run, run.identity_digest(), now)
+                insert_run(conn, run, run.identity_digest(), now)
             unlogged = state.logged is None or state.logged["disposition"] == Disposition.ERROR
             # Recording would advance the run's sequence; never do that past a missing write.
             if unlogged and seq <= state.applied_seq + 1:
-                queries.record_write(conn, queries.WriteRecord(
+                record_write(conn, WriteRecord(
                     run_id=run.run_id, seq=seq, agent_id=run.agent_id, payload_digest=digest,
                     disposition=Disposition.ERROR, note_id=None, reason=reason,
                     final_scope=None, duration_ms=duration_ms, task_id=task_id,

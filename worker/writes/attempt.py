@@ -17,8 +17,8 @@ from uuid import UUID
 import numpy as np
 from sqlalchemy import Connection
 
-from db import queries
 from db.enums import IN_FLIGHT_NOTE_TYPES, Disposition
+from db.queries.notes import ScopeNeighbours
 from db.scope import SCOPE_HINTS, NoteScope
 from worker.agents import AgentConfig
 from worker.writes.admission import MemoryPolicy, TraceEvent
@@ -75,7 +75,7 @@ class WriteAttempt:
     note_type: str = ""
     scope: NoteScope | None = None
     content_hash: str = ""
-    neighbours: queries.ScopeNeighbours | None = None
+    neighbours: ScopeNeighbours | None = None
     # Set by recognize_correction: the run's own note this write replaces, and the other
     # note of the scope it likely corrects, restates or refines (recorded, with the
     # detector's relation; the Memory Manager resolves it).

@@ -23,9 +23,15 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from db import queries
 from db.enums import Disposition
-from db.queries import candidates as candidate_queries
+from db.queries.candidates import (
+    add_persisted,
+    decide_candidate,
+    get_candidate,
+    note_candidate_decision,
+    select_candidates,
+)
+from db.queries.runs import insert_trace, lock_run
 from db.scope import NoteScope
 from worker.agents import load_agent_config
 from worker.writes.admission import TraceEventName, log_trace, resolve_policy
@@ -96,8 +102,8 @@ def list_candidates(deps: WriteDeps, *, agent_id: str | None = None, run_id: str
                     with_text: bool = True) -> list[dict[str, Any]]:
     """Candidates of an agent and/or run, oldest first (`status=None`: every status)."""
     with deps.db.connect() as conn:
-        rows = candidate_queries.list_candidates(conn, agent_id=agent_id, run_id=run_id,
-                                                 status=status, limit=max(1, min(limit, 1000)))
+        rows = select_candidates(conn, agent_id=agent_id, run_id=run_id,
+                                 status=status, limit=max(1, min(limit, 1000)))
     return [public_view(row, with_text=with_text) for row in rows]
 
 
@@ -105,9 +111,9 @@ def _trace(conn: Any, event: str, row: dict[str, Any], now: Any, traced: list[di
            *, disposition: str | None = None, note_id: uuid.UUID | None = None,
            reason: str | None = None, detail: dict[str, Any]) -> None:
     detail = {"candidate_id": str(row["id"]), "source": row["source"], **detail}
-    queries.insert_trace(conn, event=event, now=now, run_id=row["run_id"], seq=row["seq"],
-                         agent_id=row["agent_id"], disposition=disposition, note_id=note_id,
-                         reason=reason, detail=detail)
+    insert_trace(conn, event=event, now=now, run_id=row["run_id"], seq=row["seq"],
+                 agent_id=row["agent_id"], disposition=disposition, note_id=note_id,
+                 reason=reason, detail=detail)
     traced.append({"event": event, "run_id": row["run_id"], "seq": row["seq"],
                    "agent_id": row["agent_id"], "disposition": disposition, "note_id": note_id,
                    "candidate_id": row["id"], "detail": detail})
@@ -124,7 +130,7 @@ def promote_candidate(deps: WriteDeps, candidate_id: Any, *, rewrite: str | None
     """Write a candidate as a note through the normal pipeline (optionally rewritten first)."""
     cid = parse_candidate_id(candidate_id)
     with deps.db.connect() as conn:
-        peek = candidate_queries.get_candidate(conn, cid)
+        peek = get_candidate(conn, cid)
     if peek is None:
         raise CandidateError(f"no candidate {cid}")
     if rewrite is not None and not isinstance(rewrite, str):
@@ -134,8 +140,8 @@ def promote_candidate(deps: WriteDeps, candidate_id: Any, *, rewrite: str | None
     traced: list[dict[str, Any]] = []
     with deps.db.transaction() as conn:
         now = deps.clock()
-        queries.lock_run(conn, peek["run_id"])  # serialized with the run's in-flight writes
-        row = candidate_queries.get_candidate(conn, cid, for_update=True)
+        lock_run(conn, peek["run_id"])  # serialized with the run's in-flight writes
+        row = get_candidate(conn, cid, for_update=True)
         assert row is not None
         if row["status"] != "candidate":
             return _already(row)
@@ -144,12 +150,12 @@ def promote_candidate(deps: WriteDeps, candidate_id: Any, *, rewrite: str | None
         event = (TraceEventName.PROMOTION_REWRITTEN if rewrite is not None
                  else TraceEventName.PROMOTION_APPROVED)
         if outcome.disposition in PROMOTED:
-            candidate_queries.decide_candidate(
+            decide_candidate(
                 conn, cid, status="promoted", reason=outcome.disposition, actor=who, now=now,
                 note_id=outcome.note_id)
             if outcome.persisted_increment:
-                candidate_queries.add_persisted(conn, row["run_id"], outcome.persisted_increment,
-                                                now)
+                add_persisted(conn, row["run_id"], outcome.persisted_increment,
+                              now)
             _trace(conn, event, row, now, traced, disposition=outcome.disposition,
                    note_id=outcome.note_id, reason=outcome.reason,
                    detail={"actor": who, "rewritten": rewrite is not None})
@@ -157,7 +163,7 @@ def promote_candidate(deps: WriteDeps, candidate_id: Any, *, rewrite: str | None
                                 outcome.disposition,
                                 str(outcome.note_id) if outcome.note_id else None)
         else:
-            candidate_queries.note_candidate_decision(conn, cid, outcome.disposition, now)
+            note_candidate_decision(conn, cid, outcome.disposition, now)
             _trace(conn, TraceEventName.PROMOTION_BLOCKED, row, now, traced,
                    disposition=outcome.disposition, reason=outcome.reason,
                    detail={"actor": who, "rewritten": rewrite is not None})
@@ -196,7 +202,7 @@ def reject_candidate(deps: WriteDeps, candidate_id: Any, *, reason: Any = None,
     traced: list[dict[str, Any]] = []
     with deps.db.transaction() as conn:
         now = deps.clock()
-        row = candidate_queries.get_candidate(conn, cid, for_update=True)
+        row = get_candidate(conn, cid, for_update=True)
         if row is None:
             raise CandidateError(f"no candidate {cid}")
         if row["status"] != "candidate":
@@ -204,8 +210,8 @@ def reject_candidate(deps: WriteDeps, candidate_id: Any, *, reason: Any = None,
         who = _actor(actor)
         # An operator's reason; kept short. It is theirs to word (it never comes from a note).
         why = str(reason).strip()[:MAX_REASON] if reason else "rejected"
-        candidate_queries.decide_candidate(conn, cid, status="rejected", reason=why, actor=who,
-                                           now=now)
+        decide_candidate(conn, cid, status="rejected", reason=why, actor=who,
+                         now=now)
         _trace(conn, TraceEventName.PROMOTION_REJECTED, row, now, traced,
                disposition=Disposition.BLOCKED, reason=why, detail={"actor": who})
     for fields in traced:

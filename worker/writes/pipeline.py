@@ -14,8 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from db import queries
 from db.enums import AuthorType, Disposition, NoteStatus, ProtectionTier
+from db.queries.notes import (
+    NewNote,
+    insert_note,
+    lock_scope,
+    reinforce_note,
+    scope_neighbours,
+    supersede_own_note,
+)
 from worker.corrections import classify, supersedes
 from worker.normalize import content_hash
 from worker.writes.admission.guards import admit, hold_internal_memory
@@ -70,8 +77,8 @@ def clamp_scope(attempt: WriteAttempt) -> Outcome | None:
 def look_around_scope(attempt: WriteAttempt) -> Outcome | None:
     """Lock the exact scope and fetch what the remaining guards compare against."""
     assert attempt.scope is not None
-    queries.lock_scope(attempt.conn, attempt.scope)
-    attempt.neighbours = queries.scope_neighbours(
+    lock_scope(attempt.conn, attempt.scope)
+    attempt.neighbours = scope_neighbours(
         attempt.conn,
         run_id=attempt.run.run_id,
         scope=attempt.scope,
@@ -147,7 +154,7 @@ def near_duplicate(attempt: WriteAttempt) -> Outcome | None:
     assert attempt.neighbours is not None
     own = attempt.replaces_own
     if own is not None:
-        queries.supersede_own_note(
+        supersede_own_note(
             attempt.conn, own.note_id, note=attempt.text, type=attempt.note_type,
             content_hash=attempt.content_hash, embedding=attempt.embedding.vector,
             embedding_model=attempt.embedding.model, now=attempt.now,
@@ -160,7 +167,7 @@ def near_duplicate(attempt: WriteAttempt) -> Outcome | None:
         )
     exact = attempt.neighbours.exact
     if exact is not None:
-        queries.reinforce_note(attempt.conn, exact.note_id, attempt.now)
+        reinforce_note(attempt.conn, exact.note_id, attempt.now)
         return Outcome(
             Disposition.DEDUPED,
             "Already remembered: an existing note says exactly this, and it was reinforced.",
@@ -171,9 +178,9 @@ def near_duplicate(attempt: WriteAttempt) -> Outcome | None:
 
 def persist_provisional(attempt: WriteAttempt) -> Outcome:
     assert attempt.scope is not None
-    note_id = queries.insert_note(
+    note_id = insert_note(
         attempt.conn,
-        queries.NewNote(
+        NewNote(
             scope=attempt.scope,
             type=attempt.note_type,
             note=attempt.text,
