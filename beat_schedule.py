@@ -1,6 +1,6 @@
 """Celery beat schedule: the Memory Manager cycle every 15 minutes (UTC), on the manager queue;
 and every 15 seconds, the chain continuations a broker outage left in Postgres
-(worker/continuations.py), on the write queue.
+(worker/app/continuations.py), on the write queue.
 
 `expires` is shorter than the period: a tick that waited behind a long cycle is dropped
 rather than run late, back to back with the next one (single-flight would skip it anyway,
@@ -13,7 +13,7 @@ from typing import Any
 
 from celery.schedules import crontab
 
-from worker import task_names
+from worker.app import task_names
 
 CYCLE_TASK = task_names.MANAGER_CYCLE
 CYCLE_PERIOD_MIN = 15

@@ -581,7 +581,7 @@ judge_memo = Table(
     CheckConstraint("kind IN ('pair', 'cluster')"),
 )
 
-# Messages moved aside instead of handled (worker/poison.py): `memory-worker dead-letters`.
+# Messages moved aside instead of handled (worker/app/poison.py): `memory-worker dead-letters`.
 dead_letters = Table(
     "dead_letters",
     metadata,
@@ -595,7 +595,7 @@ dead_letters = Table(
 )
 Index("dead_letters_created_idx", dead_letters.c.created_at)
 
-# The rest of a chain whose publication failed (worker/continuations.py).
+# The rest of a chain whose publication failed (worker/app/continuations.py).
 chain_continuations = Table(
     "chain_continuations",
     metadata,

@@ -1,7 +1,7 @@
 """The Celery application: `worker.celery_app:app`.
 
 Configuration comes from `worker.settings` when the app is first used (not at import), so
-the environment can be prepared first. Tasks live in `worker.tasks`; they only translate
+the environment can be prepared first. Tasks live in `worker.app.tasks`; they only translate
 between messages and the plain modules that do the work.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from celery import Celery, Task, signals
 from kombu import Exchange, Queue
 
-from worker import task_names
+from worker.app import task_names
 from worker.settings import Settings, get_settings
 
 
@@ -34,8 +34,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
 
     return {
         "broker_url": redis_url,
-        # Kombu's Redis transport, surviving a lost connection (worker/broker.py).
-        "broker_transport": "worker.broker:Transport",
+        # Kombu's Redis transport, surviving a lost connection (worker/app/broker.py).
+        "broker_transport": "worker.app.broker:Transport",
         "result_backend": redis_url,
         "broker_transport_options": transport,
         "result_backend_transport_options": transport,
@@ -50,7 +50,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
         # Undecodable messages go to `dead_letters` instead of only a log line.
-        "worker_consumer": "worker.poison:MemoryConsumer",
+        "worker_consumer": "worker.app.poison:MemoryConsumer",
         # The model is loaded before fork, so a pool process starts in well under a second;
         # the margin covers a loaded machine and a backend that loads per process.
         "worker_proc_alive_timeout": settings.worker_process_start_timeout_s,
@@ -94,11 +94,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
 
 class MemoryTask(Task):
     # Flower and `celery inspect` see argument summaries, never memory text.
-    Request = "worker.masking:MaskedRequest"
+    Request = "worker.app.masking:MaskedRequest"
 
 
-app = Celery("memory", task_cls=MemoryTask, amqp="worker.masking:MaskingAMQP",
-             include=["worker.tasks"])
+app = Celery("memory", task_cls=MemoryTask, amqp="worker.app.masking:MaskingAMQP",
+             include=["worker.app.tasks"])
 # A promise, evaluated when the configuration is first read (whatever reads it first: a
 # client's send_task, a worker's start-up), so the environment can be prepared after import.
 # Updating `app.conf` from an on_configure hook instead re-enters the pending load.
@@ -143,4 +143,4 @@ def _prepare_worker_process(**_: Any) -> None:
 
 
 # Metrics, structured task logs and the metrics endpoint, through Celery signals.
-import worker.telemetry  # noqa: E402,F401
+import worker.app.telemetry  # noqa: E402,F401

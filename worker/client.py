@@ -23,7 +23,7 @@ import redis
 from celery import chain
 from celery.result import AsyncResult
 
-from worker.poison import MAX_PAYLOAD_DEPTH, too_deep
+from worker.app.poison import MAX_PAYLOAD_DEPTH, too_deep
 from worker.reads.context import MemoryContext, build_context
 from worker.settings import Settings, get_settings
 from worker.writes.payloads import Invalid, parse_request_scope
@@ -86,7 +86,7 @@ class EnqueuedWrites:
 def enqueue_memory_writes(run: dict[str, Any], writes: Sequence[dict[str, Any]],
                           *, settings: Settings | None = None) -> EnqueuedWrites:
     """Enqueue a turn's writes as one chain of `memory.write` tasks, in the order given."""
-    from worker.tasks import memory_write
+    from worker.app.tasks import memory_write
 
     run_id = run.get("run_id") if isinstance(run, dict) else None
     if not isinstance(run_id, str) or not run_id.strip():
@@ -94,7 +94,7 @@ def enqueue_memory_writes(run: dict[str, Any], writes: Sequence[dict[str, Any]],
     if not writes:
         return EnqueuedWrites(run_id, [], [])
     if too_deep(run) or any(too_deep(write) for write in writes):
-        # The worker would refuse it (worker/poison.py); say so before reserving numbers.
+        # The worker would refuse it (worker/app/poison.py); say so before reserving numbers.
         raise ValueError(f"a run or write is nested deeper than {MAX_PAYLOAD_DEPTH} levels")
     settings = settings or get_settings()
     reserved = reserve_sequence_numbers(run_id, len(writes), settings)

@@ -1,4 +1,4 @@
-"""Chain continuations waiting to be published again (worker/continuations.py)."""
+"""Chain continuations waiting to be published again (worker/app/continuations.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Messages moved aside instead of handled (worker/poison.py)."""
+"""Messages moved aside instead of handled (worker/app/poison.py)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("celery_worker")
 
 
 def _send(run, write, seq, prev=None):
-    from worker.tasks import memory_write
+    from worker.app.tasks import memory_write
 
     return memory_write.apply_async(args=(run, write, seq, prev))
 

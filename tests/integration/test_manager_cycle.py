@@ -141,7 +141,7 @@ def test_maintenance_fires_on_100_new_notes_and_not_before(runtime):
 
 @pytest.mark.usefixtures("celery_worker")
 def test_the_cycle_task_runs_on_the_manager_queue_and_forces_maintenance(runtime, services):
-    from worker.tasks import memory_manager_cycle
+    from worker.app.tasks import memory_manager_cycle
 
     write = Writer(runtime.write_deps())
     write(run_context("r1"), "User prefers dark mode")

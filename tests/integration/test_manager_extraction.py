@@ -152,7 +152,7 @@ def test_malformed_extraction_output_adds_nothing(runtime, services, answer):
 
 @pytest.mark.usefixtures("celery_worker")
 def test_the_record_task_stores_messages(runtime, services):
-    from worker.tasks import memory_conversation_record
+    from worker.app.tasks import memory_conversation_record
 
     result = memory_conversation_record.delay({
         "conversation": CONVERSATION,

@@ -56,7 +56,7 @@ def test_metrics_endpoint_and_json_logs_of_a_prefork_worker(services, tmp_path: 
         enqueued = enqueue_memory_writes(run_context("m-run"), writes)
         results = enqueued.results(timeout=60)
         assert [r["disposition"] for r in results] == ["written", "written", "rejected-type"]
-        from worker.tasks import memory_context, memory_manager_cycle
+        from worker.app.tasks import memory_context, memory_manager_cycle
 
         memory_context.delay({"agent_id": "A", "user_id": "U", "company_id": "C",
                               "input_text": "key"}).get(timeout=60)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tests.helpers import nested
-from worker.masking import mask_args
-from worker.poison import (
+from worker.app.masking import mask_args
+from worker.app.poison import (
     MAX_PAYLOAD_DEPTH,
     REFUSED,
     _refuse_deep_chain,

@@ -28,7 +28,7 @@ def cycle_run(
     from worker.runtime import get_runtime
 
     if via_worker:
-        from worker.tasks import memory_manager_cycle
+        from worker.app.tasks import memory_manager_cycle
 
         result = memory_manager_cycle.apply_async(kwargs={"force": True,
                                                           "maintenance": maintenance})

@@ -1,5 +1,5 @@
 """`memory-worker dead-letters list|show`: the messages the worker moved aside instead of
-handling (worker/poison.py). Registered by worker/cli/__init__.py."""
+handling (worker/app/poison.py). Registered by worker/cli/__init__.py."""
 
 from __future__ import annotations
 

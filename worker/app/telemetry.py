@@ -10,7 +10,7 @@ from typing import Any
 
 from celery import signals
 
-from worker import task_names
+from worker.app import task_names
 from worker.ops import logs, metrics
 
 log = logging.getLogger(__name__)

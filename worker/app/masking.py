@@ -64,12 +64,12 @@ class MaskingAMQP(AMQP):
 
 class MaskedRequest(Request):
     """What the worker reports about a task (events, `inspect active/reserved`); and the
-    screening of poison messages before they reach the pool (worker/poison.py)."""
+    screening of poison messages before they reach the pool (worker/app/poison.py)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if str(self._type).startswith("memory."):
-            from worker.poison import screen_request
+            from worker.app.poison import screen_request
 
             screen_request(self)
 

@@ -10,13 +10,13 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from db.enums import Disposition
 from db.scope import ScopeError
-from worker import task_names
 from worker.agents import AgentConfigError, configure_agent
+from worker.app import task_names
+from worker.app.continuations import flush_continuations, publish_continuation, take_over_chain
+from worker.app.poison import take_refusal
 from worker.celery_app import MemoryTask, app
-from worker.continuations import flush_continuations, publish_continuation, take_over_chain
 from worker.manager.conversations import record_conversation
 from worker.manager.cycle import run_manager_cycle
-from worker.poison import take_refusal
 from worker.reads.context import build_context
 from worker.runtime import get_runtime
 from worker.writes.apply import (
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 def _surplus_arguments(task: str, signature: str, extra: tuple[Any, ...],
                        unexpected: dict[str, Any]) -> dict[str, Any] | None:
     """A sender passing more than a task takes gets `ok: false`, never a TypeError; so does
-    a message the worker moved aside (worker/poison.py)."""
+    a message the worker moved aside (worker/app/poison.py)."""
     from celery import current_task
 
     refused = take_refusal(unexpected, task_id=current_task.request.id, task_name=task)
