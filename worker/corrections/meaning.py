@@ -4,7 +4,7 @@ detector (`worker.corrections`): a member that implies its category ("plays the 
 Machines"), and a changed date or weekday that names another occasion rather than a corrected
 one ("visited Japan in 2019" / "in 2023", "is in the office on Wednesdays" / "on Thursdays").
 
-Each function takes parsed notes (`correction_parse.Note`) or the words only one of them has,
+Each function takes parsed notes (`parse.Note`) or the words only one of them has,
 and answers one question; `corrections._decide` weighs the answers.
 """
 
@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from worker.corrections import lexicon as lx
-from worker.corrections import parse as cp
+from worker.corrections import lexicon, parse, vocabulary
 from worker.corrections.parse import Note as _Note
 
 _YEAR = re.compile(r"^(?:1[89]|20)\d\ds?$")
@@ -22,18 +21,17 @@ _YEAR = re.compile(r"^(?:1[89]|20)\d\ds?$")
 _CLOSING = frozenset({"@to", "@in", "@until", "@till", "@through", "@from", "@since"})
 _DATE_CLASSES = frozenset({"month", "season", "weekday"})
 # Words that only place a date ("last summer", "two years ago"); they come and go with it.
-_DATE_WORDS = lx.keys(frozenset({"last", "next", "ago", "year", "month", "week", "early",
-                                 "late", "mid", "end", "start"}))
+_DATE_WORDS = lexicon.keys(frozenset(vocabulary.WORD_SETS["date-word"]))
 _DAY_CLASSES = frozenset({"weekday", "daypart"})
 # The verb forms of a trip told as a plan ("is going back to", "heads back to").
-_GOING = lx.keys(frozenset({"go", "going", "head", "return", "fly", "travel", "visit", "@to"}))
-_HAVE = lx.canon("have")
+_GOING = lexicon.keys(frozenset({"go", "going", "head", "return", "fly", "travel", "visit", "@to"}))
+_HAVE = lexicon.canon("have")
 _INNER = frozenset({"@of", "@for", "@and"})  # "Bank of America" = BoA
 
 
 def dated(token: str) -> bool:
     """A year, month, season or weekday: the date of something."""
-    return bool(_YEAR.match(token) or lx.value_classes(token) & _DATE_CLASSES)
+    return bool(_YEAR.match(token) or lexicon.value_classes(token) & _DATE_CLASSES)
 
 
 def dating(token: str) -> bool:
@@ -45,7 +43,7 @@ def another_occasion(old: _Note, new: _Note, e_only: frozenset[str],
                      l_only: frozenset[str]) -> bool:
     """Both notes tell a repeatable past event ("went to Lisbon", "ran the marathon") and only
     its date differs: two trips, not a corrected one. Both can hold."""
-    changed = (e_only | l_only) - cp.GENERIC
+    changed = (e_only | l_only) - parse.GENERIC
     # "went to Paris in 2022" / "is going back to Paris in 2025": a return is another visit.
     returning = "back" in new.markers and not new.negated
     return old.event and (new.event or returning) and any(map(dated, e_only)) and any(
@@ -58,14 +56,12 @@ def another_occasion(old: _Note, new: _Note, e_only: frozenset[str],
 # A goal is one too, and anything done in the past beside it is an outcome ("savings goal this
 # year is $12,000" / "saved $9,500 last year"); a "plan" may be a subscription ("Spotify plan"
 # / "downgraded to Spotify Individual"), so it takes a repeatable event.
-_GOALS = lx.keys(frozenset({"goal", "objective"}))
-_INTENT = lx.keys(frozenset({"aim", "plan", "intend", "hope", "target", "expect", "mean"})) | _GOALS
+_GOALS = lexicon.keys(frozenset(vocabulary.WORD_SETS["goal"]))
+_INTENT = lexicon.keys(frozenset(vocabulary.WORD_SETS["intent"])) | _GOALS
 # A recurring schedule, and the words that open a note about one occurrence of it ("This
 # month's dinner", "Today's standup").
-_RECURRING = lx.keys(frozenset({"every", "each", "daily", "weekly", "monthly", "yearly",
-                                "annually", "nightly", "usually", "always"}))
-_OCCURRENCE = lx.keys(frozenset({"today", "tonight", "tomorrow", "yesterday", "week", "month",
-                                 "year", "weekend", "quarter"}))
+_RECURRING = lexicon.keys(frozenset(vocabulary.WORD_SETS["recurring"]))
+_OCCURRENCE = lexicon.keys(frozenset(vocabulary.WORD_SETS["occurrence"]))
 
 
 def plan_and_outcome(old: _Note, new: _Note) -> bool:
@@ -108,17 +104,17 @@ def another_day(old: _Note, new: _Note, e_only: frozenset[str], l_only: frozense
     people do one thing on several days, so both can hold. A scheduled thing that is the
     subject ("the standup is on Mondays") has one day, and so has an appointment the user has
     ("has piano lessons on Tuesdays"): those days compete."""
-    changed = (e_only | l_only) - cp.GENERIC
-    days = [bool(lx.value_classes(t) & _DAY_CLASSES) for t in changed]
-    weekday = any(lx.value_classes(t) & {"weekday"} for t in changed)
-    first = [next((t for t in n.tokens if cp.is_content(t)), "") for n in (old, new)]
-    chosen = (old.verbs | new.verbs) & cp.EXCLUSIVE_PREF  # "prefers Monday deadlines": one
+    changed = (e_only | l_only) - parse.GENERIC
+    days = [bool(lexicon.value_classes(t) & _DAY_CLASSES) for t in changed]
+    weekday = any(lexicon.value_classes(t) & {"weekday"} for t in changed)
+    first = [next((t for t in n.tokens if parse.is_content(t)), "") for n in (old, new)]
+    chosen = (old.verbs | new.verbs) & parse.EXCLUSIVE_PREF  # "prefers Monday deadlines": one
     return bool(days) and all(days) and weekday and bool(e_only) and bool(l_only) and (
         old.own and new.own) and _HAVE not in first and not chosen
 
 
 def _covers(general: str, specific: str) -> bool:
-    return general == specific or specific in lx.HYPONYMS.get(general, frozenset())
+    return general == specific or specific in lexicon.HYPONYMS.get(general, frozenset())
 
 
 def implies(old: _Note, new: _Note) -> bool:
@@ -128,9 +124,9 @@ def implies(old: _Note, new: _Note) -> bool:
     same token or a member of it (one member may stand for a compound category, "pet bird"),
     at least one by a member; the verbs are of one family. Negated notes entail the other way
     round and are left out."""
-    if old.negated or new.negated or bool(old.verbs & cp.PREF) != bool(new.verbs & cp.PREF):
+    if old.negated or new.negated or bool(old.verbs & parse.PREF) != bool(new.verbs & parse.PREF):
         return False
-    if new.tokens and new.tokens[0] in cp.PERSON and not (
+    if new.tokens and new.tokens[0] in parse.PERSON and not (
             old.tokens and _covers(old.tokens[0], new.tokens[0])):
         return False  # "User's neighbor has a Siamese cat" is about someone else
     later, at, by_member = new.tokens, -1, False
@@ -141,14 +137,14 @@ def implies(old: _Note, new: _Note) -> bool:
         if at < 0:
             return False
         by_member |= later[at] != token or (  # "a pet" <- "a pet rabbit"
-            at + 1 < len(later) and later[at + 1] in lx.HYPONYMS.get(token, frozenset()))
+            at + 1 < len(later) and later[at + 1] in lexicon.HYPONYMS.get(token, frozenset()))
     return by_member
 
 
 def _expansion(tokens: tuple[str, ...], letters: str) -> tuple[int, int] | None:
     """Where a run of content words spells `letters` by their initials."""
     for start, first in enumerate(tokens):
-        if not cp.is_content(first) or first[0] != letters[0]:
+        if not parse.is_content(first) or first[0] != letters[0]:
             continue
         spelled, end = "", start
         while end < len(tokens) and len(spelled) < len(letters):
@@ -156,7 +152,7 @@ def _expansion(tokens: tuple[str, ...], letters: str) -> tuple[int, int] | None:
             if token in _INNER and spelled and end + 1 < len(tokens):
                 end += 1
                 continue
-            if not cp.is_content(token):
+            if not parse.is_content(token):
                 break
             spelled, end = spelled + token[0], end + 1
         if spelled == letters and end - start >= 2:
@@ -176,7 +172,7 @@ def _same_context(a: tuple[str, ...], a_start: int, a_end: int, b: tuple[str, ..
 
 def _fold(target: _Note, source: _Note) -> _Note:
     for acronym in source.acronyms:
-        token = lx.canon(acronym)
+        token = lexicon.canon(acronym)
         if token not in source.tokens or token in target.tokens:
             continue
         span = _expansion(target.tokens, acronym)

@@ -4,22 +4,19 @@ nine" = "9:30", "18:00" = "6pm".
 
 Two notes that state one amount or one time in different notations must meet as the same
 tokens; otherwise the aligner sees a rival value ("6 pm" / "18:00") and calls a restatement a
-correction. Pure text rewriting on the lower-cased note (`correction_patterns.normalize`).
+correction. Pure text rewriting on the lower-cased note (`patterns.normalize`); the number
+words are data (`data/numbers.tsv`).
 """
 
 from __future__ import annotations
 
 import re
 
-_UNITS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
-    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
-    "nineteen": 19,
-}
-_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
-         "eighty": 80, "ninety": 90}
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000}
+from worker.corrections import vocabulary
+
+_UNITS = {word: int(value) for word, value in vocabulary.NUMBERS["cardinal"].items()}
+_TENS = {word: int(value) for word, value in vocabulary.NUMBERS["tens"].items()}
+_SCALES = {word: int(value) for word, value in vocabulary.NUMBERS["scale"].items()}
 _WORD = "|".join((*_UNITS, *_TENS, *_SCALES))
 # A run of number words that needs composing: a tens word with a unit ("twenty-five") or any
 # run with a scale word ("two hundred", "a thousand", "one hundred and fifty"). A lone unit
@@ -51,8 +48,7 @@ _MINUTES = {"half": 30, "quarter": 15, "a quarter": 15, "ten": 10, "twenty": 20,
 _VERSION = re.compile(r"\b(?:version|ver\.?)\s*(\d+)((?:\.\d+)*)\b|\bv(?=\d)(\d+)((?:\.\d+)*)\b")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _MERIDIEM = re.compile(r"\b(\d{1,2}(?::[0-5]\d)?)\s*([ap])\.\s?m\b\.?")
-_ORDINALS = {"first": "1st", "second": "2nd", "third": "3rd", "fourth": "4th", "fifth": "5th",
-             "sixth": "6th", "seventh": "7th", "eighth": "8th", "ninth": "9th", "tenth": "10th"}
+_ORDINALS = vocabulary.NUMBERS["ordinal"]
 # ("the first person" of a narrative is no count: "first-person" keeps it as it is)
 _ORDINAL = re.compile(rf"\bthe ({'|'.join(_ORDINALS)})\b(?![- ]person)")
 

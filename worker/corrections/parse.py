@@ -16,30 +16,29 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from itertools import takewhile
 
-from worker.corrections import lexicon as lx
-from worker.corrections import patterns as pt
+from worker.corrections import lexicon, patterns, vocabulary
 
 MAX_TEXT_CHARS = 2000
 
 PRED = "PRED"  # any preference/usage verb; the kind is kept on the note
 BE = "="
-RELOCATE = pt.RELOCATE
+RELOCATE = patterns.RELOCATE
 
 # Lexicon words in the canonical form `_tokenize` produces.
-PREF, USE = lx.keys(lx.PREFERENCE_VERBS), lx.keys(lx.USAGE_VERBS)
-NEG = lx.keys(lx.NEGATIVE_VERBS)
-EXCLUSIVE, MULTI = lx.keys(lx.EXCLUSIVE_VERBS), lx.keys(lx.MULTI_VERBS)
-EXCLUSIVE_PREF = lx.keys(lx.EXCLUSIVE_PREFERENCE_VERBS)
-PERSON = lx.keys(lx.PERSON_NOUNS)
-GENERIC = lx.keys(lx.GENERIC_WORDS) | {PRED, BE}
-ANTONYMS = {lx.canon(a): lx.canon(b) for a, b in lx.ANTONYMS.items()}
-PARTICLES = frozenset(lx.PREPOSITIONS.get(p, p) for p in lx.PARTICLES)
-OPTIONAL_PARTICLES = frozenset((lx.canon(v), lx.PREPOSITIONS.get(p, p))
-                               for v, p in lx.OPTIONAL_PARTICLES)
-_RUN = lx.canon("run")
+PREF, USE = lexicon.keys(lexicon.PREFERENCE_VERBS), lexicon.keys(lexicon.USAGE_VERBS)
+NEG = lexicon.keys(lexicon.NEGATIVE_VERBS)
+EXCLUSIVE, MULTI = lexicon.keys(lexicon.EXCLUSIVE_VERBS), lexicon.keys(lexicon.MULTI_VERBS)
+EXCLUSIVE_PREF = lexicon.keys(lexicon.EXCLUSIVE_PREFERENCE_VERBS)
+PERSON = lexicon.keys(lexicon.PERSON_NOUNS)
+GENERIC = lexicon.keys(lexicon.GENERIC_WORDS) | {PRED, BE}
+ANTONYMS = {lexicon.canon(a): lexicon.canon(b) for a, b in lexicon.ANTONYMS.items()}
+PARTICLES = frozenset(lexicon.PREPOSITIONS.get(p, p) for p in lexicon.PARTICLES)
+OPTIONAL_PARTICLES = frozenset((lexicon.canon(v), lexicon.PREPOSITIONS.get(p, p))
+                               for v, p in lexicon.OPTIONAL_PARTICLES)
+_RUN = lexicon.canon("run")
 _SOFTWARE = frozenset({"platform", "editor", "browser"})  # "runs Linux" = "uses Linux"
-_LEXICON_WORDS = frozenset(lx.SYNONYMS) | lx.CATEGORY_WORDS | frozenset(
-    w for members in lx.VALUE_CLASSES.values() for w in members.split())
+_LEXICON_WORDS = frozenset(lexicon.SYNONYMS) | lexicon.CATEGORY_WORDS | frozenset(
+    w for members in lexicon.VALUE_CLASSES.values() for w in members.split())
 
 
 def structural(token: str) -> bool:
@@ -96,10 +95,11 @@ class Note:
 def _split_compound(raw: str) -> list[str]:
     """"dark-roast" -> "dark roast"; lexicon words ("left-handed") and compounds with a short
     or function-word part ("sister-in-law", "x-axis") stay whole."""
-    if "-" not in raw or raw in _LEXICON_WORDS or lx.HAS_DIGIT.search(raw):
+    if "-" not in raw or raw in _LEXICON_WORDS or lexicon.HAS_DIGIT.search(raw):
         return [raw]
     parts = raw.split("-")
-    if all(len(p) >= 3 and p not in lx.STOPWORDS and p not in lx.PREPOSITIONS for p in parts):
+    if all(len(p) >= 3 and p not in lexicon.STOPWORDS and p not in lexicon.PREPOSITIONS
+           for p in parts):
         return parts
     return [raw]
 
@@ -109,36 +109,36 @@ def _tokenize(text: str) -> tuple[list[str], int, int, set[str]]:
     2 = a pronoun), and the verbs behind its PRED tokens."""
     tokens: list[str] = []
     negations, subject, verbs = 0, 0, set()
-    words = [w for raw in lx.TOKEN.findall(text) for w in _split_compound(raw)]
+    words = [w for raw in lexicon.TOKEN.findall(text) for w in _split_compound(raw)]
     for index, raw in enumerate(words):
-        raw = raw.rstrip(".,") if lx.HAS_DIGIT.search(raw) else raw.strip(".,:/+-")
+        raw = raw.rstrip(".,") if lexicon.HAS_DIGIT.search(raw) else raw.strip(".,:/+-")
         if raw == RELOCATE:
             tokens.append(raw)
-        elif raw in lx.SUBJECT_WORDS:
-            subject |= 2 if raw in lx.PRONOUNS else 1
-        elif raw in lx.NEGATORS:
+        elif raw in lexicon.SUBJECT_WORDS:
+            subject |= 2 if raw in lexicon.PRONOUNS else 1
+        elif raw in lexicon.NEGATORS:
             negations += 1
-        elif raw in lx.BE_WORDS:
+        elif raw in lexicon.BE_WORDS:
             if not tokens and index + 1 < len(words) and words[index + 1].endswith("ing") and (
-                    lx.canon(words[index + 1]) not in PREF):
+                    lexicon.canon(words[index + 1]) not in PREF):
                 continue  # progressive aspect: "is learning Spanish" = "learns Spanish"
             if not tokens or tokens[-1] != BE:
                 tokens.append(BE)
-        elif raw in lx.PREPOSITIONS:
-            tokens.append(lx.PREPOSITIONS[raw])
+        elif raw in lexicon.PREPOSITIONS:
+            tokens.append(lexicon.PREPOSITIONS[raw])
         elif raw in ("a", "an") and index == len(words) - 1:
             tokens.append("a")  # a trailing letter is a value ("building A"), not an article
         elif raw in ("have", "has", "had") and index + 1 < len(words) and (
-                words[index + 1] in lx.PARTICIPLES or words[index + 1] == RELOCATE
+                words[index + 1] in lexicon.PARTICIPLES or words[index + 1] == RELOCATE
                 or words[index + 1].endswith("ed")):
             continue  # auxiliary: "I've relocated", "has switched"
-        elif raw in lx.STOPWORDS or not raw:
+        elif raw in lexicon.STOPWORDS or not raw:
             continue
-        elif (stem := lx.canon(raw)) in NEG or stem in PREF or stem in USE or (
-                stem == _RUN and any(lx.value_classes(lx.canon(w)) & _SOFTWARE
+        elif (stem := lexicon.canon(raw)) in NEG or stem in PREF or stem in USE or (
+                stem == _RUN and any(lexicon.value_classes(lexicon.canon(w)) & _SOFTWARE
                                      for w in words[index + 1:index + 3])):
             negations += stem in NEG
-            verbs.add(lx.canon("use") if stem == _RUN else stem)
+            verbs.add(lexicon.canon("use") if stem == _RUN else stem)
             tokens.append(PRED)
         else:
             tokens.append(stem)
@@ -184,11 +184,9 @@ _INSTRUCTION = re.compile(r"^\W*(?:please |always |never |do not |don'?t )?(?:us
 # "all of their tasks in Notion": everything of the kind in one place, so that place is one
 # value ("in Todoist" replaces it).
 _WHOLE = re.compile(r"\ball (?:of )?(?:their|my|his|her|our|the user's) ")
-_PAST_EVENT = re.compile(r"\b(?:" + "|".join(sorted(lx.PAST_EVENT_VERBS)) + r")\b")
+_PAST_EVENT = re.compile(r"\b(?:" + "|".join(sorted(lexicon.PAST_EVENT_VERBS)) + r")\b")
 _MAIN_VERB = re.compile(r"^\W*(?:(?:the )?user|i|they|he|she|we)?\s*([a-z]+)\b")
-_NOT_PAST = frozenset({"need", "speed", "feed", "breed", "embed", "bed", "red", "shed", "seed",
-                       "based", "preferred", "favored", "favoured", "licensed", "certified",
-                       "qualified"})  # mostly adjectives: a state
+_NOT_PAST = frozenset(vocabulary.WORD_SETS["not-past"])  # mostly adjectives: a state
 _ACRONYM = re.compile(r"\b[A-Z]{2,6}\b")
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][a-z]+\b")
 # Passive voice, one clause: "the rent was raised by user landlord" -> "user landlord raised
@@ -198,9 +196,7 @@ _PASSIVE = re.compile(r"^\s*(?P<obj>(?:[\w'-]+\s+){0,4}?[\w'-]+)\s+(?:was|were|i
                       r"(?P<agent>(?:[\w'-]+\s*){1,4}?)\s*[.!]*\s*$")
 _DETERMINERS = frozenset({"the", "a", "an", "my", "their", "his", "her", "our", "user"})
 # Units and means that follow "by" without being an agent ("paid by the hour", "sent by mail").
-_MEANS = frozenset({"hour", "day", "week", "month", "year", "minute", "hand", "mail", "post",
-                    "card", "cheque", "check", "default", "far", "end", "name", "noon",
-                    "tomorrow", "tonight", "then", "now", "appointment", "piece", "weight"})
+_MEANS = frozenset(vocabulary.WORD_SETS["means"])
 
 
 def _active(clause: str) -> str:
@@ -210,16 +206,17 @@ def _active(clause: str) -> str:
     if not match:
         return clause
     verb = match["verb"]
-    if not (verb.endswith(("ed", "en")) or verb in lx.IRREGULAR or verb in lx.PARTICIPLES):
+    if not (verb.endswith(("ed", "en")) or verb in lexicon.IRREGULAR
+            or verb in lexicon.PARTICIPLES):
         return clause
     agent = [w for w in match["agent"].split() if w not in _DETERMINERS]
-    if not agent or agent[0] in _MEANS or lx.HAS_DIGIT.search(agent[0]) or lx.value_classes(
-            lx.canon(agent[0])):
+    if not agent or agent[0] in _MEANS or lexicon.HAS_DIGIT.search(agent[0]) or (
+            lexicon.value_classes(lexicon.canon(agent[0]))):
         return clause
     return f" {match['agent']} {verb} {match['obj']} "
 
 
-_CITY, _STATE = lx.canon("city"), lx.canon("state")
+_CITY, _STATE = lexicon.canon("city"), lexicon.canon("state")
 
 
 def _drop_city(tokens: list[str]) -> list[str]:
@@ -229,7 +226,7 @@ def _drop_city(tokens: list[str]) -> list[str]:
     neither refines nor restates the city."""
     out: list[str] = []
     for t in tokens:
-        if out and t in (_CITY, _STATE) and "city" in lx.value_classes(out[-1]):
+        if out and t in (_CITY, _STATE) and "city" in lexicon.value_classes(out[-1]):
             if t == _STATE:
                 out[-1] = f"{out[-1]}_{t}"
             continue
@@ -252,7 +249,7 @@ def _plain(text: str) -> str:
     match = _APPOSITION.match(text)
     # (only a person's relation to its holder: "Juno, the user's dog, is a black Lab" already
     # reads as the dog's own fact)
-    if match and match["holder"].rsplit(" ", 1)[-1] in lx.PERSON_NOUNS - _ANIMALS:
+    if match and match["holder"].rsplit(" ", 1)[-1] in lexicon.PERSON_NOUNS - _ANIMALS:
         text = f"{match['holder']} {match['name']} {text[match.end():]}"
     return text
 
@@ -260,13 +257,13 @@ def _plain(text: str) -> str:
 @lru_cache(maxsize=4096)
 def parse(text: str) -> Note:
     text = _plain(text)
-    t, markers, rejected = pt.extract_cues(pt.normalize(text))
-    t = pt.rewrite(t)
+    t, markers, rejected = patterns.extract_cues(patterns.normalize(text))
+    t = patterns.rewrite(t)
     tokens: list[str] = []
     clauses: list[tuple[frozenset[str], bool]] = []
     subject, verbs, starts = 0, set(), set()
     negated_objects: list[frozenset[str]] = []
-    for clause in pt.CLAUSE_SPLIT.split(t):
+    for clause in patterns.CLAUSE_SPLIT.split(t):
         c_tokens, c_neg, c_subject, c_verbs = _tokenize(_active(clause))
         c_tokens = _drop_city(c_tokens)
         starts.add(len(tokens))
@@ -280,7 +277,7 @@ def parse(text: str) -> Note:
     # The note's polarity is its main (first) clause's: in "is vegetarian and also avoids
     # eggs" the second clause's "avoids" does not negate the first.
     negated = bool(clauses) and clauses[0][1]
-    rejected_tokens = frozenset(x for r in rejected for x in _tokenize(pt.rewrite(r))[0])
+    rejected_tokens = frozenset(x for r in rejected for x in _tokenize(patterns.rewrite(r))[0])
     comparison = _comparison(tokens)
     against: set[str] = set().union(*negated_objects)
     if not negated:
@@ -295,7 +292,7 @@ def parse(text: str) -> Note:
                 bool(subject & 2), frozenset(verbs), frozenset(starts), comparison,
                 frozenset(against) - GENERIC, own, bool(_PAST_EVENT.search(lower)),
                 frozenset(a.lower() for a in _ACRONYM.findall(text)),
-                frozenset(lx.canon(n.lower()) for n in _NAME.findall(text)),
+                frozenset(lexicon.canon(n.lower()) for n in _NAME.findall(text)),
                 bool(_INSTRUCTION.match(lower)), bool(_WHOLE.search(lower)), _past(lower),
                 _lead(lower))
 
@@ -324,15 +321,13 @@ _DATED_OPENING = re.compile(r"^\W*(?:as of|effective|starting|from|since) (?:[\w
                             r"[\w-]+\s*,\s*")
 # Leads that are the user, a person or a pronoun: a subject of the user's own facts, which
 # markers may well correct under another wording ("User's layout is" / "User switched to").
-_NOT_LEAD = frozenset({"i", "user", "user's", "they", "he", "she", "we", "my", "their", "his",
-                       "her", "our", "it", "customer", "client", "person", "someone"})
+_NOT_LEAD = frozenset(vocabulary.WORD_SETS["not-lead"])
 _JOINERS = frozenset({"and", "or", "with", "but", "in", "at", "on", "for", "to"})
-_OPENING_VERBS = frozenset({
-    "uses", "runs", "drives", "takes", "works", "lives", "has", "keeps", "gets", "makes", "does",
-    "goes", "holds", "owns", "prefers", "likes", "loves", "wants", "needs", "enjoys", "plays",
-    "reads", "speaks", "eats", "drinks", "watches", "visits", "writes", "builds", "handles",
-    "manages", "hosts", "stores", "pays", "buys", "sells", "wears", "rents", "leases", "studies",
-    "teaches", "learns", "is", "are", "was", "were"})
+# Verbs a note may open with: such a note names no thing of its own before its verb.
+_OPENING_VERBS = frozenset(vocabulary.WORD_SETS["opening-verb"])
+
+
+_PEOPLE = lexicon.SUBJECT_WORDS | lexicon.PERSON_NOUNS
 
 
 def _lead(lower: str) -> str:
@@ -343,8 +338,8 @@ def _lead(lower: str) -> str:
         return ""
     words = match["lead"].split()
     first = words[0]
-    if set(words) & _NOT_LEAD or lx.canon(first) in lx.SUBJECT_WORDS | lx.PERSON_NOUNS or (
-            set(words) & _JOINERS or first in lx.PAST_FORMS or first.endswith("ed")
+    if set(words) & _NOT_LEAD or lexicon.canon(first) in _PEOPLE or (
+            set(words) & _JOINERS or first in lexicon.PAST_FORMS or first.endswith("ed")
             or first in _OPENING_VERBS):
         return ""  # a note that opens with its verb ("Uses Windows and has a Mac")
     return " ".join(words)
@@ -356,7 +351,7 @@ def _past(lower: str) -> bool:
     word = match[1] if match else ""
     if word in _NOT_PAST or (word == "used" and re.match(r"^\W*(?:\w+ )?used to\b", lower)):
         return False  # "used to" is a reversal marker: no longer, not only before
-    return (len(word) >= 5 and word.endswith("ed")) or word in lx.PAST_FORMS or word == "used"
+    return (len(word) >= 5 and word.endswith("ed")) or word in lexicon.PAST_FORMS or word == "used"
 
 
 # --- Alignment -------------------------------------------------------------------------------
@@ -398,10 +393,10 @@ def blocks(e: tuple[str, ...], n: tuple[str, ...], fragment: bool) -> list[Block
 
 def class_match(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
     """Every changed word has a competitor of the same class on the other side."""
-    lc, rc = [lx.value_classes(t) for t in left], [lx.value_classes(t) for t in right]
+    lc, rc = [lexicon.value_classes(t) for t in left], [lexicon.value_classes(t) for t in right]
     return bool(lc and rc) and all(any(c & o for o in rc) for c in lc) and all(
         any(c & o for o in lc) for c in rc)
 
 
 def class_union(tokens: frozenset[str]) -> frozenset[str]:
-    return frozenset().union(*map(lx.value_classes, tokens))
+    return frozenset().union(*map(lexicon.value_classes, tokens))

@@ -1,6 +1,7 @@
-"""Surface patterns for the correction detector (`worker.corrections`): contractions, phrase
-rewrites, correction markers, explicit rejections and reversal verbs, and the functions that
-apply them to a note's text before it is tokenized.
+"""Surface patterns for the correction detector (`worker.corrections`): correction markers,
+explicit rejections and reversal verbs, and the functions that apply them and the phrase
+rewrites (contractions, idioms, multi-word names: `data/early_phrases.tsv`,
+`data/phrases.tsv`) to a note's text before it is tokenized.
 """
 
 from __future__ import annotations
@@ -9,82 +10,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-from worker.corrections import categories as categories
-from worker.corrections import numbers as numbers
-from worker.corrections.categories import NAMES as CATEGORY_NAMES
-from worker.corrections.entities import NAMES
-from worker.corrections.knowledge import EARLY_EQUIVALENCES, EQUIVALENCES
-from worker.corrections.synonyms import PHRASES as SYNONYM_PHRASES
-
-# Phrase rewrites applied to the lower-cased text, in order. Each maps several surface forms of
-# one idea onto one; none of them encodes a particular note.
-PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), replacement)
-    for pattern, replacement in (
-        (r"\bcan not stand\b|\bcannot stand\b", " hate "),
-        (r"\bwould (?:much )?rather\b|\bhad rather\b", " prefer "),
-        (r"\brather than\b|\bmore than\b|\bthan\b", " over "),
-        (r"\b(?:is|are|am|was) (?:based|located|situated) in\b", " live in "),
-        (r"\bresid(?:es|e|ing)\b", " live "),
-        (r"\bfrom home\b|\bwork(?:s|ing)? remote(?:ly)?\b", " work remote "),
-        (r"\bfull[- ]time\b", " fulltime "),
-        (r"\bon[- ]site\b|\bin[- ]person\b", " onsite "),
-        (r"\b(?:is |are |am |was )?a (?:big )?fans? of\b|\bfans? of\b", " support "),
-        (r"\b(?:to )?be called\b|\bgo(?:es)? by\b|\bcall me\b|\bcall (?:the )?user\b|"
-         r"\bcall them\b", " name is "),
-        # "manager is named Priya" states the slot's value like "manager is Daniel" does.
-        (r"\b(?:is|are|was) (?:called|named)\b|\b(?:called|named)\b(?= [a-z])", " is "),
-        (r"\bvs\.? code\b|\bvisual studio code\b", " vs-code "),
-        (r"\bplain[- ]?text\b", " plaintext "),
-        (r"\b(?:phone|voice|telephone) (call(?:s|ed|ing)?)\b", r" \1 "),
-        (r"\bc\+\+", " cpp "),
-        (r"\bc#", " csharp "),
-        (r"\btwice\b", " 2 times "),
-        # An approximation leaves the amount as it was ("about 2 liters" = "roughly 2 litres").
-        (r"\b(?:about|around|roughly|approximately|approx|circa|nearly|almost|some) "
-         r"(?=\d|(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b)", " "),
-        # How a value is written is not part of it: "dates formatted as X" = "dates as X".
-        (r"\b(?:formatted|written|shown|displayed|presented|rendered|expressed) "
-         r"(?=as\b|in\b)", " "),
-        (r"\bonce (?:a|per) week\b|\bevery week\b|\beach week\b", " weekly "),
-        (r"\bonce (?:a|per) day\b|\bevery day\b|\beach day\b", " daily "),
-        (r"\bonce (?:a|per) month\b|\bevery month\b|\beach month\b", " monthly "),
-        (r"\bonce (?:a|per) year\b|\bevery year\b|\beach year\b", " yearly "),
-        # "$500 a month" = "monthly ... $500" (not a duration: "for a month").
-        (r"(?<!for )\b(?:a|per|each) day\b", " daily "),
-        (r"(?<!for )\b(?:a|per|each) week\b", " weekly "),
-        (r"(?<!for )\b(?:a|per|each) month\b", " monthly "),
-        (r"(?<!for )\b(?:a|per|each) year\b", " yearly "),
-        (r"\b(first|1st) quarter\b", " q1 "),
-        (r"\b(second|2nd) quarter\b", " q2 "),
-        (r"\b(third|3rd) quarter\b", " q3 "),
-        (r"\b(fourth|4th) quarter\b", " q4 "),
-        # Morning times are the bare hour ("gets up at 7" = "at 7am" = "at 7:00").
-        (r"\b(\d{1,2})(?::00)?\s*(?:a\.m\.|am)\b", r"\1"),
-        (r"(\d)\s*(?:a\.m\.|am)\b", r"\1"),
-        (r"\b(\d{1,2}):00\b(?!\s*(?:p\.m\.|pm))", r"\1"),
-        (r"(\d)\s*(?:p\.m\.|pm)\b", r"\1pm"),
-        (r"\b(\d+)(?:st|nd|rd|th)\b", r"\1"),
-        (r"\bo'?clock\b", " "),
-        (r"\b(on|off)\s*(?=[.!;,]|$)", r" toggle-\1 "),
-    )
-)
-
-CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), replacement)
-    for pattern, replacement in (
-        (r"\bcan't\b|\bcannot\b", "can not"),
-        (r"\bwon't\b", "will not"),
-        (r"n't\b", " not"),
-        (r"\bi'm\b", "i am"),
-        (r"'re\b", " are"),
-        (r"'ve\b", " have"),
-        (r"'ll\b", " will"),
-        (r"'d\b", " would"),
-        (r"\b(it|that|there|he|she|what|who|where|here)'s\b", r"\1 is"),
-        (r"'s\b|s'(?=\s)", ""),
-    )
-)
+from worker.corrections import numbers, vocabulary
 
 # Explicit rejection of a value: "Mochi, not Miso", "not Notion but Obsidian", "instead of
 # PDF", "switched from VS Code to Neovim". Group 1 is the rejected value.
@@ -248,10 +174,28 @@ _DASHES = re.compile(r"\s*[\u2014\u2013]\s*|\s+-\s+")
 _COLON = re.compile(r"(?<=[a-z])\s*:\s+")
 
 
-_EARLY = tuple((re.compile(pattern), replacement) for pattern, replacement in EARLY_EQUIVALENCES)
-_EQUIVALENT = tuple((re.compile(pattern), replacement)
-                    for pattern, replacement in (*NAMES, *CATEGORY_NAMES, *SYNONYM_PHRASES,
-                                                 *EQUIVALENCES))
+# The phrase rewrites, in file order: contractions and the idioms a marker would eat, then,
+# after the markers, every other equivalence.
+_EARLY = tuple((re.compile(pattern), replacement)
+               for pattern, replacement in vocabulary.EARLY_PHRASES)
+_REWRITES = tuple((re.compile(pattern), replacement)
+                  for pattern, replacement in vocabulary.PHRASES)
+
+# Multi-word names and categories of the category knowledge, joined into one token ("rocket
+# league" -> "rocket-league") so that a member or a compound category stays one value. Only the
+# spaced spelling is rewritten: a hyphenated one is already kept whole by the parser. One
+# alternation for all of them, longest first, keeps parsing fast.
+_HYPHENATED = sorted((w for w in vocabulary.CATEGORY_WORDS if "-" in w),
+                     key=lambda w: (-len(w), w))
+_JOIN = re.compile(r"\b(" + "|".join(re.escape(p).replace("\\-", " ") for p in _HYPHENATED)
+                   + r")s?\b")
+
+
+def join(text: str) -> str:
+    """Join the spaced spelling of every multi-word member ("rocket league" -> "rocket-league")."""
+    if " " not in text:
+        return text
+    return _JOIN.sub(lambda m: " " + m.group(1).replace(" ", "-") + " ", text)
 
 
 def normalize(text: str) -> str:
@@ -260,7 +204,7 @@ def normalize(text: str) -> str:
     t = unicodedata.normalize("NFKC", text).lower()
     t = t.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
     t = numbers.normalize(_DASHES.sub(" - ", t))
-    for pattern, replacement in (*CONTRACTIONS, *_EARLY):
+    for pattern, replacement in _EARLY:
         t = pattern.sub(replacement, t)
     return t
 
@@ -307,7 +251,7 @@ def extract_cues(text: str) -> tuple[str, frozenset[str], list[str]]:
 def rewrite(text: str) -> str:
     """Apply the phrase rewrites (after markers and rejections were taken out)."""
     text = _COLON.sub(" is ", text)  # "Date format: X" = "date format is X"
-    text = categories.join(text)  # "rocket league" -> "rocket-league"
-    for pattern, replacement in (*_EQUIVALENT, *PHRASES):
+    text = join(text)  # "rocket league" -> "rocket-league"
+    for pattern, replacement in _REWRITES:
         text = pattern.sub(replacement, text)
     return text

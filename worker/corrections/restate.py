@@ -4,7 +4,7 @@ The aligner compares notes in word order, so a sentence turned around ("Dec 20 i
 deployment freeze begins" / "The deploy freeze starts December 20", "Cilantro isn't something
 the user enjoys" / "User doesn't like cilantro") looks like a changed subject. When every content
 word of each note is matched in the other (stems, synonyms, number notations are already folded
-by `correction_parse`) and what is left over is only cleft scaffolding ("where", "when",
+by `parse`) and what is left over is only cleft scaffolding ("where", "when",
 "something"), the notes say the same thing. Word sets that match can still hide swapped roles
 ("Alice manages Bob" / "Bob manages Alice"), so two named things that trade places without a
 passive "by" block the rule.
@@ -19,19 +19,20 @@ from __future__ import annotations
 
 import re
 
-from worker.corrections import lexicon as lx
-from worker.corrections import parse as cp
+from worker.corrections import lexicon, parse
 from worker.corrections.parse import Note as _Note
 
-_GENERIC = cp.GENERIC
+_GENERIC = parse.GENERIC
 # Words a cleft or pseudo-cleft brings in ("X is where ...", "Y is something the user ...",
 # "Z is how I learn"): they carry no content of their own.
-CLEFT_FILLERS = lx.keys(frozenset({"where", "when", "something", "what", "how"}))
-_SCAFFOLD = CLEFT_FILLERS | lx.keys(frozenset({"have", "get", "do", "make"})) | {cp.PRED, cp.BE}
+CLEFT_FILLERS = lexicon.keys(frozenset({"where", "when", "something", "what", "how"}))
+_SCAFFOLD = CLEFT_FILLERS | lexicon.keys(frozenset({"have", "get", "do", "make"})) | {
+    parse.PRED, parse.BE}
 _BY = "@by"
-_WEEKLY = lx.keys(frozenset({"weekly"}))
-_DAILY = lx.keys(frozenset({"daily", "nightly", "night"}))
-_FREQUENCY = _WEEKLY | _DAILY | lx.keys(frozenset({"monthly", "yearly", "hourly", "quarterly"}))
+_WEEKLY = lexicon.keys(frozenset({"weekly"}))
+_DAILY = lexicon.keys(frozenset({"daily", "nightly", "night"}))
+_FREQUENCY = _WEEKLY | _DAILY | lexicon.keys(
+    frozenset({"monthly", "yearly", "hourly", "quarterly"}))
 # (a bare number is no time of day: "two walks daily")
 _CLOCK = re.compile(r"^\d{1,2}(?::\d\d)?(?:am|pm)$|^\d{1,2}:\d\d$")
 
@@ -52,8 +53,8 @@ def reordered_restatement(old: _Note, new: _Note, e_only: frozenset[str],
     if not (old.content & new.content) - _GENERIC:
         return False  # only generic words in common: nothing to restate
     # (the fillers stand in a cleft only; "User works where she lives" has no copula)
-    if (l_only & CLEFT_FILLERS and cp.BE not in new.tokens) or (
-            e_only & CLEFT_FILLERS and cp.BE not in old.tokens):
+    if (l_only & CLEFT_FILLERS and parse.BE not in new.tokens) or (
+            e_only & CLEFT_FILLERS and parse.BE not in old.tokens):
         return False
     names = old.names & new.names
     if len(names) >= 2 and _BY not in old.tokens and _BY not in new.tokens:
@@ -69,7 +70,7 @@ def scheduled(old: _Note, new: _Note, e_only: frozenset[str], l_only: frozenset[
         return False
     if l_only & _FREQUENCY:
         return False  # another frequency: a change, not a detail
-    days = {t for t in l_only if "weekday" in lx.value_classes(t)}
+    days = {t for t in l_only if "weekday" in lexicon.value_classes(t)}
     clocks = {t for t in l_only if _CLOCK.match(t) and t not in days}
     if gone <= _WEEKLY:
         return len(days) == 1  # one weekday a week

@@ -2,8 +2,8 @@
 replaced span a new value for the same slot, does an addition change the head noun, the verb
 (a particle) or the subject, did the holder or the roles move, do two negations agree.
 
-Each takes parsed notes (`correction_parse.Note`) or an aligned span (`correction_parse.Block`)
-and answers one structural question; `corrections._decide` weighs the answers.
+Each takes parsed notes (`parse.Note`) or an aligned span (`parse.Block`) and answers one
+structural question; `corrections._decide` weighs the answers.
 """
 
 from __future__ import annotations
@@ -11,33 +11,32 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from itertools import takewhile
 
-from worker.corrections import lexicon as lx
-from worker.corrections import parse as cp
+from worker.corrections import lexicon, parse
 from worker.corrections.parse import Block as _Block
 from worker.corrections.parse import Note as _Note
 
-PRED, BE, RELOCATE = cp.PRED, cp.BE, cp.RELOCATE
-PREF, EXCLUSIVE, MULTI = cp.PREF, cp.EXCLUSIVE, cp.MULTI
-PERSON, GENERIC, ANTONYMS = cp.PERSON, cp.GENERIC, cp.ANTONYMS
-LIGHT = lx.keys(lx.LIGHT_VERBS)
+PRED, BE, RELOCATE = parse.PRED, parse.BE, parse.RELOCATE
+PREF, EXCLUSIVE, MULTI = parse.PREF, parse.EXCLUSIVE, parse.MULTI
+PERSON, GENERIC, ANTONYMS = parse.PERSON, parse.GENERIC, parse.ANTONYMS
+LIGHT = lexicon.keys(lexicon.LIGHT_VERBS)
 _STRUCTURAL_PRED, _BE, _RELOCATE = PRED, BE, RELOCATE
-_EXCLUSIVE, _MULTI, _EXCLUSIVE_PREF = EXCLUSIVE, MULTI, cp.EXCLUSIVE_PREF
+_EXCLUSIVE, _MULTI, _EXCLUSIVE_PREF = EXCLUSIVE, MULTI, parse.EXCLUSIVE_PREF
 _PERSON, _GENERIC, _LIGHT = PERSON, GENERIC, LIGHT
-_ATTRIBUTES = frozenset(lx.ATTRIBUTE_CLASSES)
-_RIVALS = lx.RIVAL_VERBS
+_ATTRIBUTES = frozenset(lexicon.ATTRIBUTE_CLASSES)
+_RIVALS = lexicon.RIVAL_VERBS
 # Titles between a slot's copula and a name: "advisor is Professor Kim" -> "Professor Alvarez".
-_TITLES = lx.keys(lx.TITLES)
+_TITLES = lexicon.keys(lexicon.TITLES)
 # Relations a person has many of: "User's friend is Sofia" / "User's friend is Daniel" names two
 # friends; an advisor, landlord or spouse is one at a time ("best friend" is one too).
-_MANY = lx.keys(lx.MULTI_RELATIONS)
-_ONE = lx.keys(frozenset({"best", "closest", "oldest", "eldest", "youngest", "only", "main"}))
+_MANY = lexicon.keys(lexicon.MULTI_RELATIONS)
+_ONE = lexicon.keys(frozenset({"best", "closest", "oldest", "eldest", "youngest", "only", "main"}))
 _DWELLING = frozenset({"dwelling"})
-_DIRECTIONAL = frozenset({"@from", "@to", "@over", lx.canon("before"), lx.canon("after")})
+_DIRECTIONAL = frozenset({"@from", "@to", "@over", lexicon.canon("before"), lexicon.canon("after")})
 # Words whose two sides may trade places without changing the fact ("Spanish and French").
-_SYMMETRIC = frozenset(lx.canon(w) for w in ("and", "or", "plus", "&", "both", "nor"))
-_RELATIVE = frozenset(lx.canon(w) for w in ("where", "when", "while"))
-_content, _class_match, _class_union = cp.content, cp.class_match, cp.class_union
-_structural, _is_content = cp.structural, cp.is_content
+_SYMMETRIC = frozenset(lexicon.canon(w) for w in ("and", "or", "plus", "&", "both", "nor"))
+_RELATIVE = frozenset(lexicon.canon(w) for w in ("where", "when", "while"))
+_content, _class_match, _class_union = parse.content, parse.class_match, parse.class_union
+_structural, _is_content = parse.structural, parse.is_content
 
 
 def verb_before(head: tuple[str, ...]) -> str | None:
@@ -58,7 +57,7 @@ def value_change(e: _Note, block: _Block, markers: bool,
     if len(es) > 3 or len(ls) > 3:
         return None
     if es and ls and len(es) <= 2 and len(ls) <= 2 and frozenset((es[0], ls[0])) in _RIVALS and (
-            not set(es + ls) & cp.PARTICLES):
+            not set(es + ls) & parse.PARTICLES):
         # "rents" -> "bought a flat": one tenure replaces the other ("rents out" is a landlord's)
         return "rival_verb"
     preps_e = {t for t in block.earlier if t.startswith("@")}
@@ -82,7 +81,8 @@ def value_change(e: _Note, block: _Block, markers: bool,
         block.end == len(e.tokens))
     slot = head_slot or single or whole or before == _RELOCATE or (
         before is not None and before.startswith("@") and verb_before(head) in _EXCLUSIVE)
-    if not (markers or slot) and all(lx.value_classes(t) <= lx.OPEN_CLASSES for t in (*es, *ls)):
+    if not (markers or slot) and all(
+            lexicon.value_classes(t) <= lexicon.OPEN_CLASSES for t in (*es, *ls)):
         # Named things of one kind ("holds Bitcoin" / "holds Ethereum", "a Netflix" / "a
         # Spotify subscription") are often held side by side: without a marker or a one-value
         # slot a second one is another fact.
@@ -94,10 +94,10 @@ def value_change(e: _Note, block: _Block, markers: bool,
         # 9"); counts and amounts ("has 2 kids" / "has 3 kids") cannot.
         liking = _STRUCTURAL_PRED in head and not exclusive_pref
         after = e.tokens[block.end] if block.end < len(e.tokens) else ""
-        counted = all(lx.value_classes(t) == {"number"} for t in (*es, *ls))
+        counted = all(lexicon.value_classes(t) == {"number"} for t in (*es, *ls))
         action_object = (after.startswith("@") and before is not None
-                         and not _structural(before) and not lx.value_classes(before))
-        attribute = all(lx.value_classes(t) & _ATTRIBUTES for t in (*es, *ls))
+                         and not _structural(before) and not lexicon.value_classes(before))
+        attribute = all(lexicon.value_classes(t) & _ATTRIBUTES for t in (*es, *ls))
         # (a change inside the object of such a verb is another object: "eats wet food" /
         # "eats dry food")
         object_of_multi = not counted and not attribute and (
@@ -118,12 +118,12 @@ def value_change(e: _Note, block: _Block, markers: bool,
     # of its own opens another slot, the place is no longer the hometown's.
     # (a verb before the preposition is how the value changed: "was extended to 15 September")
     objects = [b for a, b in zip(block.later, block.later[1:], strict=False) if a.startswith("@")]
-    framed = not preps_e and any(_is_content(t) and not lx.value_classes(t) and t not in es
+    framed = not preps_e and any(_is_content(t) and not lexicon.value_classes(t) and t not in es
                                  and t not in _GENERIC for t in objects)
     if head_slot and not any(t in _MULTI for t in head) and not many and not framed:
         return "slot_value_change"  # "<slot> is X" -> "<slot> is Y" (not "has a dog named X")
     # "lives in France" / "lives in a nice house": the kind of home is no rival of the place
-    dwelling = [bool(_DWELLING & lx.value_classes(t)) for t in (*es, *ls)]
+    dwelling = [bool(_DWELLING & lexicon.value_classes(t)) for t in (*es, *ls)]
     if before is not None and before.startswith("@") and verb_before(head) in _EXCLUSIVE and (
             block.tail) and not any(dwelling):
         return "slot_value_change"  # "lives in X", "works as X"
@@ -152,17 +152,17 @@ def new_head(old: _Note, new: _Note, block: _Block) -> bool:
     # ("PDF attachments"); the object of a verb does not ("has a window" -> "has a window
     # seat", "prefers email" -> "prefers email newsletters").
     slot = len(old.tokens) > 1 and old.tokens[-2].startswith("@")
-    return not lx.value_classes(first) and not (slot and lx.value_classes(last))
+    return not lexicon.value_classes(first) and not (slot and lexicon.value_classes(last))
 
 
 def phrasal(old: _Note, block: _Block) -> bool:
     """A particle added to, dropped from or swapped on a verb makes another verb: "works on
     Mondays" / "works out on Mondays", "logs in at 8" / "logs off at 8"."""
     moved = (*block.earlier, *block.later)  # "logs in" / "logs off": both sides particles
-    if not moved or len(moved) > 2 or not all(t in cp.PARTICLES | {"@in"} for t in moved):
+    if not moved or len(moved) > 2 or not all(t in parse.PARTICLES | {"@in"} for t in moved):
         return False
     verb = old.tokens[block.start - 1] if block.start > 0 else ""
-    return _is_content(verb) and all((verb, p) not in cp.OPTIONAL_PARTICLES for p in moved)
+    return _is_content(verb) and all((verb, p) not in parse.OPTIONAL_PARTICLES for p in moved)
 
 
 def subject_change(old: _Note, block: _Block) -> bool:
@@ -178,7 +178,7 @@ def subject_change(old: _Note, block: _Block) -> bool:
 def same_verb(block: _Block) -> bool:
     """Only the verb differs, and the two verbs state one fact ("owns" / "drives a Tesla")."""
     es, ls = _content(block.earlier), _content(block.later)
-    return len(es) == 1 and len(ls) == 1 and frozenset((es[0], ls[0])) in lx.VERB_EQUIVALENTS
+    return len(es) == 1 and len(ls) == 1 and frozenset((es[0], ls[0])) in lexicon.VERB_EQUIVALENTS
 
 
 def light_swap(block: _Block) -> bool:
@@ -267,14 +267,15 @@ def other_subject(old: _Note, new: _Note) -> bool:
     to another thing, so a marker with a rival value is no correction of the earlier one."""
     e_content, l_content = old.content, new.content
     swaps, mixed = [], False
-    for block in cp.blocks(old.tokens, new.tokens, False):
+    for block in parse.blocks(old.tokens, new.tokens, False):
         es = set(_content(block.earlier)) - _GENERIC - l_content
         ls = set(_content(block.later)) - _GENERIC - e_content
         swaps.append(bool(es and ls) and block.start <= 1 and block.later_start <= 1)
         # one span that swaps both a named thing and its value ("Dog Max weighs 30" / "Cat
         # Luna is 4")
         mixed = mixed or (len(swaps) == 1 and all(
-            any(not lx.value_classes(t) for t in side) and any(map(lx.value_classes, side))
+            any(not lexicon.value_classes(t) for t in side)
+            and any(map(lexicon.value_classes, side))
             for side in (es, ls)))
     return bool(swaps) and swaps[0] and (len(swaps) >= 2 or mixed)
 
@@ -291,10 +292,10 @@ def other_lead(old: _Note, new: _Note) -> bool:
     def within(lead: str, note: _Note) -> bool:
         # The word after the note's own lead is its verb, which a synonym may fold into the
         # other lead ("Hotfixes now ship" reads "hotfix deploy": no mention of deploys).
-        own = {lx.canon(w) for w in note.lead.split()}
+        own = {lexicon.canon(w) for w in note.lead.split()}
         n = next((i for i, t in enumerate(note.tokens) if t not in own), len(note.tokens))
         body = set(note.tokens[:n] + note.tokens[n + 1:])
-        return {lx.canon(w) for w in lead.split()} <= body
+        return {lexicon.canon(w) for w in lead.split()} <= body
     return not within(old.lead, new) and not within(new.lead, old)
 
 
@@ -316,7 +317,7 @@ def other_kind(old: _Note, new: _Note) -> bool:
         after = new.tokens[j - 1]
         if before == after or before in l_tokens or after in e_tokens or before in new.rejected:
             continue
-        if any(t in _GENERIC or t.startswith("@") or lx.value_classes(t)
+        if any(t in _GENERIC or t.startswith("@") or lexicon.value_classes(t)
                or t not in _content((t,)) for t in (before, after)):
             continue
         return True

@@ -1,72 +1,150 @@
-"""More curated equivalences for the correction detector: abbreviations and synonyms of work
-(devops, billing, support, sales, HR, scheduling, security) and everyday idioms that state one
-fact two ways ("is a teetotaler" = "does not drink alcohol", "sci-fi" = "science fiction").
+"""The correction detector's vocabulary, read once at import from `worker/corrections/data/`.
 
-Pure data, merged into `correction_synonyms`. Every entry is a true synonym wherever it appears
-in a memory note; abbreviations with more than one common reading ("PM": afternoon or product
-manager, "dev": developer or development, "auth": authentication or authorization) are left out.
+Each data file is a TSV table: `#` lines are comments (the why of an entry), the first other
+line names the columns, and every further line is one fact, its domain (what the fact is
+about, from `domains.tsv`) in the last column. Fields are taken as written, spaces included,
+so a phrase replacement keeps its padding and a regex needs no escaping beyond its own. This
+module only parses the files into the structures below; `lexicon`, `patterns`, `numbers` and
+the rules give them their meaning. The files are package data, read through
+`importlib.resources`, so an installed wheel finds them too.
 """
 
 from __future__ import annotations
 
-# One word -> its canonical word.
-SYNONYMS = {
-    # Engineering and operations.
-    "repo": "repository", "repos": "repository", "prod": "production", "k8s": "kubernetes",
-    "db": "database", "dbs": "database", "config": "configuration", "configs": "configuration",
-    "env": "environment", "envs": "environment", "infra": "infrastructure",
-    "docs": "documentation", "doc": "document", "perf": "performance",
-    "prs": "pr", "mtg": "meeting", "mtgs": "meeting",
-    "dept": "department", "msg": "message", "msgs": "message", "approx": "approximately",
-    "sign-off": "approval", "signoff": "approval", "coverage": "insurance",
-    # Everyday words of one meaning.
-    "sci-fi": "science-fiction", "scifi": "science-fiction", "teetotaller": "teetotaler",
-    "promotional": "marketing", "via": "through", "nightly": "night",
+import re
+from importlib import resources
+
+# File -> its columns, in order.
+FILES: dict[str, tuple[str, ...]] = {
+    "domains.tsv": ("domain", "description"),
+    "synonyms.tsv": ("word", "canonical", "domain"),
+    "value_classes.tsv": ("class", "word", "domain"),
+    "classes.tsv": ("class", "kind", "domain"),
+    "words.tsv": ("set", "word", "domain"),
+    "prepositions.tsv": ("word", "slot", "domain"),
+    "inflections.tsv": ("form", "base", "domain"),
+    "antonyms.tsv": ("word", "antonym", "domain"),
+    "numbers.tsv": ("word", "value", "kind", "domain"),
+    "verb_pairs.tsv": ("first", "second", "relation", "domain"),
+    "categories.tsv": ("category", "member", "domain"),
+    "phrases.tsv": ("pattern", "replacement", "domain"),
+    "early_phrases.tsv": ("pattern", "replacement", "domain"),
 }
 
-# Multi-word names and idioms -> one form (after the phrases of `correction_synonyms`).
-PHRASES: tuple[tuple[str, str], ...] = (
-    (r"\bscience fiction\b", " science-fiction "),
-    (r"\bpull requests?\b|\bmerge requests?\b", " pr "),
-    (r"\bend of (?:the )?(?:business )?day\b|\bclose of business\b|\bcob\b", " eod "),
-    (r"\bend of (?:the )?week\b", " eow "),
-    (r"\bestimated time of arrival\b", " eta "),
-    (r"\bas soon as possible\b", " asap "),
-    (r"\bpaid time off\b", " pto "),
-    (r"\bhuman resources\b", " hr "),
-    (r"\bquality assurance\b", " qa "),
-    (r"\bout of (?:the )?office\b", " ooo "),
-    (r"\bone[- ]on[- ]ones?\b|\b1[:-]1s?\b", " one-on-one "),
-    (r"\bstand-?up meetings?\b|\bstand-ups?\b|\bdaily scrums?\b", " standup "),
-    (r"\bformula (?:1|one)\b", " f1 "),
-    (r"\b(?:first|1st) quarter\b", " q1 "), (r"\b(?:second|2nd) quarter\b", " q2 "),
-    (r"\b(?:third|3rd) quarter\b", " q3 "), (r"\b(?:fourth|4th) quarter\b", " q4 "),
-    (r"\bchief executive(?: officer)?\b", " ceo "),
-    (r"\bchief technology officer\b", " cto "),
-    (r"\bchief financial officer\b", " cfo "),
-    # Working from home is working remotely ("WFH").
-    (r"\bworks? from home\b|\bwfh\b|\bworks? remotely\b", " works remote "),
-    # Alcohol: "is a teetotaler" = "does not drink alcohol" = "abstains from alcohol".
-    (r"\b(?:is|are|am) (?:a )?teetotal(?:er|ler)?\b|\babstains? from alcohol\b"
-     r"|\b(?:does|do) not drink(?: any)? alcohol\b|\bdrinks? no alcohol\b",
-     " does not drink alcohol "),
-    # Intolerance reads as not tolerating: "is lactose intolerant" = "can't digest lactose".
-    (r"\b(?:is|are|am) (\w+) intolerant\b|\b(?:is|are|am) intolerant (?:to|of) (\w+)\b",
-     r" can not digest \1\2 "),
-    # A degree one earned is a degree one has: "earned a master's" = "has a master's degree".
-    (r"\bmaster's(?: degree)?\b", " mastersdegree "),
-    (r"\bbachelor's(?: degree)?\b", " bachelorsdegree "),
-    (r"\b(?:earned|obtained|received|completed|got|holds?|held) (?:a |an |her |his |their )?"
-     r"(?=mastersdegree|doctorate|bachelorsdegree)", " has a "),
-    # Enrolment: "signed up for PyCon" = "registered for PyCon".
-    (r"\bsign(?:s|ed)? up for\b|\bregister(?:s|ed)? for\b", " registered for "),
-    # A person "based in" a city lives there.
-    (r"^\W*(?:(?:is|are|am) )?based (?:in|out of)\b", " lives in "),
-    (r"\b(user|i|they|he|she|we) (?:is |are |am )?based (?:in|out of)\b", r" \1 lives in "),
-    # A ticket "concerns" / "is regarding" its topic: it is about it.
-    (r"(?<!has )(?<!have )(?<!any )(?<!some )(?<!no )\b(?:concerns|regards|is regarding|"
-     r"relates to|pertains to)\b(?! about)", " is about "),
-    # Coverage through an employer: "through work" = "through the employer".
-    (r"\b(?:through|via) (?:the |my |their |his |her )?(?:employer|job|work|company)\b",
-     " through work "),
-)
+Row = tuple[str, ...]
+
+
+def rows(name: str) -> tuple[Row, ...]:
+    """The facts of one data file in file order (comments and blank lines skipped). A header
+    other than the expected one, or a row of another width, is an error: a shifted column
+    would otherwise load silently as another fact."""
+    columns = FILES[name]
+    text = (resources.files("worker.corrections") / "data" / name).read_text(encoding="utf-8")
+    out: list[Row] = []
+    header: Row | None = None
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = tuple(line.split("\t"))
+        if header is None:
+            header = fields
+            if header != columns:
+                raise ValueError(f"{name}:{number}: header {header}, expected {columns}")
+        elif len(fields) != len(columns):
+            raise ValueError(f"{name}:{number}: {len(fields)} fields, expected {len(columns)}")
+        else:
+            out.append(fields)
+    return tuple(out)
+
+
+def _grouped(table: tuple[Row, ...]) -> dict[str, tuple[str, ...]]:
+    """First column -> the second column of its rows, in file order."""
+    groups: dict[str, list[str]] = {}
+    for key, value, *_ in table:
+        groups.setdefault(key, []).append(value)
+    return {key: tuple(values) for key, values in groups.items()}
+
+
+DOMAINS: dict[str, str] = {domain: description for domain, description in rows("domains.tsv")}
+
+_SYNONYM_ROWS = rows("synonyms.tsv")
+# One word -> its canonical word.
+SYNONYMS: dict[str, str] = {word: canonical for word, canonical, _ in _SYNONYM_ROWS}
+# Value class -> its member words; class -> "closed", "attribute" or "open".
+VALUE_CLASSES: dict[str, tuple[str, ...]] = _grouped(rows("value_classes.tsv"))
+CLASS_KINDS: dict[str, str] = {name: kind for name, kind, _ in rows("classes.tsv")}
+# Word list name ("stopword", "person", "environment", ...) -> its words.
+WORD_SETS: dict[str, tuple[str, ...]] = _grouped(rows("words.tsv"))
+PREPOSITIONS: dict[str, str] = {word: slot for word, slot, _ in rows("prepositions.tsv")}
+INFLECTIONS: dict[str, str] = {form: base for form, base, _ in rows("inflections.tsv")}
+ANTONYMS: dict[str, str] = {word: antonym for word, antonym, _ in rows("antonyms.tsv")}
+_NUMBER_ROWS = rows("numbers.tsv")
+# Kind ("cardinal", "tens", "scale", "ordinal") -> number word -> its value as written.
+NUMBERS: dict[str, dict[str, str]] = {
+    kind: {word: value for word, value, k, _ in _NUMBER_ROWS if k == kind}
+    for kind in dict.fromkeys(row[2] for row in _NUMBER_ROWS)}
+_PAIR_ROWS = rows("verb_pairs.tsv")
+# Relation ("equivalent", "rival", "optional-particle") -> verb pairs.
+VERB_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
+    relation: tuple((first, second) for first, second, r, _ in _PAIR_ROWS if r == relation)
+    for relation in dict.fromkeys(row[2] for row in _PAIR_ROWS)}
+
+
+_DERIVED = re.compile(r"^\{(first|members|spellings):([\w-]+)\}$")
+
+
+def _categories(table: tuple[Row, ...]) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """(names, member) per fact, a derived member ("{first:place}") expanded in place into
+    the words it stands for."""
+    out: list[tuple[tuple[str, ...], str]] = []
+    for category, member, _ in table:
+        names = tuple(category.split())
+        derived = _DERIVED.match(member)
+        if not derived:
+            out.append((names, member))
+            continue
+        how, domain = derived.groups()
+        source = [(c.split(), m) for c, m, d in table if d == domain]
+        if any(_DERIVED.match(m) for _, m in source):
+            raise ValueError(f"categories.tsv: {member} reads a domain with derived members")
+        if how == "first":
+            words = [c[0] for c, _ in source if c]
+        elif how == "members":
+            words = [m for _, m in source if not m.startswith("class:")]
+        else:
+            words = [name for c, _ in source for name in c]
+        out += [(names, word) for word in dict.fromkeys(words)]
+    return tuple(out)
+
+
+# Category knowledge, one (category names, member) a fact; a member "class:NAME" stands for
+# every word of that value class.
+CATEGORIES = _categories(rows("categories.tsv"))
+# Every name and member word of the categories (the tokenizer keeps the hyphenated ones
+# whole).
+CATEGORY_WORDS: frozenset[str] = frozenset(
+    word for names, member in CATEGORIES
+    for word in (*names, *(() if member.startswith("class:") else (member,))))
+
+_PLACEHOLDER = re.compile(r"\{synonyms:([\w-]+)\}")
+
+
+def _alternation(match: re.Match[str]) -> str:
+    words = [word for word, _, domain in _SYNONYM_ROWS if domain == match[1]]
+    if not words:  # an empty alternation would match everywhere
+        raise ValueError(f"phrases.tsv: no synonyms in domain {match[1]!r}")
+    return "|".join(words)
+
+
+def _expand(pattern: str) -> str:
+    """A phrase pattern with `{synonyms:DOMAIN}` spelled out as the alternation of that
+    domain's words ("guitarist|pianist|...")."""
+    return _PLACEHOLDER.sub(_alternation, pattern)
+
+
+# Ordered regex rewrites (pattern, replacement): before the correction markers are read, and
+# after.
+EARLY_PHRASES: tuple[tuple[str, str], ...] = tuple(
+    (pattern, replacement) for pattern, replacement, _ in rows("early_phrases.tsv"))
+PHRASES: tuple[tuple[str, str], ...] = tuple(
+    (_expand(pattern), replacement) for pattern, replacement, _ in rows("phrases.tsv"))
