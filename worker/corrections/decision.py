@@ -1,195 +1,33 @@
 """The decision: an ordered tuple of small named rules over one pair of parsed notes.
 
-Like the write path's guards, each rule is one question, `(pair) -> Verdict | None`; the first
-verdict wins and a pair no rule claims is DISTINCT (merging two facts loses a memory, keeping a
-duplicate costs little). Some steps only observe: they record a signal the later rules and the
-verdict's signal list read (`observe_*`, always None). Order is meaning: a rule may rely on every
-rule before it having declined.
+Like the write path's guards, each rule is one question, `(pair) -> Verdict | None` (the pair
+and what the rules read of it are in `pair`); the first verdict wins, and a pair no rule claims
+is DISTINCT (merging two facts loses a memory, keeping a duplicate costs little). Some steps
+only observe: they record a signal that later rules and the verdict's signal list read
+(`observe_*`, always None). Order is meaning: a rule may rely on every rule before it having
+declined.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from functools import cached_property
 
-from worker.corrections import business, lexicon, meaning, patterns, restate, rules
-from worker.corrections.parse import Block, Note, blocks, class_union, content
+from worker.corrections import lexicon, meaning, restate, rules
+from worker.corrections.pair import (
+    ENVIRONMENTS,
+    GENERIC,
+    POSSESSION,
+    STRONG_NAMES,
+    Pair,
+    pair_of,
+)
+from worker.corrections.parse import Block, Note, content
 from worker.corrections.verdict import (
     PARAPHRASE_MIN_SIMILARITY,
     PREDICATE_CHANGE_MIN_SIMILARITY,
-    UNRELATED_MAX_SIMILARITY,
     Relation,
     Verdict,
-    verdict,
 )
-
-# Span analysis is for sentence-length notes; longer ones (alignment grows quadratically) are
-# judged by the set-based rules only, which never merge on a value swap.
-MAX_ALIGNED_TOKENS = 64
-
-_GENERIC = rules.GENERIC
-_STRONG_NAMES = frozenset(name for name, _ in patterns.STRONG_MARKERS) | {"reversal"}
-_POSSESSION = lexicon.keys(frozenset({"have", "get", "own"}))
-_ENVIRONMENTS = lexicon.keys(frozenset(business.ENVIRONMENTS.split()))
-# Markers that come with a rejected value ("switched from X", "replaced X with", "instead of X").
-_REJECTING_MARKERS = frozenset({"switched", "changed_to", "instead"})
-
-
-@dataclass
-class Pair:
-    """An earlier and a later note as the rules see them, with what the steps observed so far."""
-
-    old: Note
-    new: Note
-    similarity: float | None
-    fresh: frozenset[str]  # markers the later note brings
-    rejected: frozenset[str]  # what the later note rejects, beyond what it asserts
-    anchors: frozenset[str]  # content words both share (before the relocation rewrite)
-    signals: list[str] = field(default_factory=list)
-    flip: bool = False
-    fragment: bool = False
-    conflict: bool = False
-    family_change: bool = False
-    predicate_only: bool = False
-
-    @property
-    def strong(self) -> bool:
-        return bool(self.fresh & _STRONG_NAMES)
-
-    @property
-    def weak(self) -> bool:
-        return "now" in self.fresh
-
-    @property
-    def additive(self) -> bool:
-        return "additive" in self.new.markers
-
-    @property
-    def related(self) -> bool:
-        return self.similarity is None or self.similarity >= UNRELATED_MAX_SIMILARITY
-
-    @property
-    def e_content(self) -> frozenset[str]:
-        return self.old.content
-
-    @property
-    def l_content(self) -> frozenset[str]:
-        return self.new.content
-
-    @cached_property
-    def e_only(self) -> frozenset[str]:
-        return self.e_content - self.l_content
-
-    @cached_property
-    def l_only(self) -> frozenset[str]:
-        return self.l_content - self.e_content
-
-    @cached_property
-    def agrees(self) -> bool:
-        return rules.agrees(self.old, self.new)
-
-    @cached_property
-    def holders(self) -> set[str]:
-        return {n.tokens[0] for n in (self.old, self.new)
-                if n.tokens and n.tokens[0] in rules.PERSON}
-
-    @cached_property
-    def e_classes(self) -> frozenset[str]:
-        return class_union(self.e_only)
-
-    @cached_property
-    def l_classes(self) -> frozenset[str]:
-        return class_union(self.l_only)
-
-    @property
-    def marked(self) -> bool:
-        return (self.strong or self.weak) and not self.additive
-
-    @cached_property
-    def value_marker(self) -> bool:
-        # ("are fine now" lifts a rule: it speaks of polarity, not of a value)
-        return bool((self.fresh & _STRONG_NAMES) - {"now_allowed"})
-
-    @cached_property
-    def rival_thing(self) -> bool:
-        return bool((self.e_classes & self.l_classes) - {"number"})
-
-    @cached_property
-    def elsewhere(self) -> bool:
-        # A marker about another thing of the same kind ("Basic plan price raised to $12" after
-        # "Pro plan costs $20") corrects nothing.
-        change_verb = self.fresh & patterns.CHANGE_VERB_MARKERS
-        return (bool(change_verb) and not (self.fresh & _STRONG_NAMES) - change_verb and (
-            rules.other_subject(self.old, self.new))) or (
-            bool(self.strong or self.weak) and rules.other_lead(self.old, self.new))
-
-    @property
-    def sim_high(self) -> bool:
-        return self.similarity is not None and self.similarity >= PARAPHRASE_MIN_SIMILARITY
-
-    @cached_property
-    def aligned(self) -> bool:
-        return max(len(self.old.tokens), len(self.new.tokens)) <= MAX_ALIGNED_TOKENS
-
-    @cached_property
-    def blocks(self) -> list[Block]:
-        return blocks(self.old.tokens, self.new.tokens, self.fragment) if self.aligned else []
-
-    @cached_property
-    def predicate_sim(self) -> bool:
-        return self.similarity is not None and (
-            self.similarity >= PREDICATE_CHANGE_MIN_SIMILARITY) and (
-            not self.predicate_only or rules.light_swap(self.blocks[0]))
-
-    @cached_property
-    def changes(self) -> list[Block]:
-        # Spans whose words only moved ("car is due for service" / "car service is due") change
-        # nothing; what is left is the real change.
-        shared = self.e_content & self.l_content
-        return [b for b in self.blocks if not set(content((*b.earlier, *b.later))) <= shared]
-
-    def fire(self, name: str, condition: bool) -> bool:
-        if condition:
-            self.signals.append(name)
-        return condition
-
-    def verdict(self, relation: Relation, confidence: float, *signals: str) -> Verdict:
-        return verdict(relation, confidence, [*self.signals, *signals])
-
-
-def pair_of(old: Note, new: Note, similarity: float | None) -> Pair:
-    """The pair as every rule sees it: markers that count, anchors, the relocation rewrite."""
-    old, new = meaning.fold_acronyms(old, new)  # "NDA" / "non-disclosure agreement"
-    fresh = new.markers - old.markers  # a marker counts only if the later note brings it
-    # A rejection of values the earlier note never named ("Email was replaced by Slack for
-    # customer updates" after "Slack is used for team chat") replaced another thing: its
-    # change marker says nothing about the earlier note.
-    rejected = (new.rejected - new.content) - _GENERIC
-    if rejected and not rejected & old.content:
-        fresh -= _REJECTING_MARKERS
-    if old.past and not new.past:
-        # "now uses macOS" after "Used Windows at the old job", "is currently learning Korean"
-        # after "learned French in school": the earlier note told of a past situation, so the
-        # present one sits beside it.
-        fresh -= {"now_pref", "now"}
-    anchors = (old.content & new.content) - _GENERIC
-    if rules.RELOCATE in new.tokens and rules.RELOCATE not in old.tokens:
-        # "moved to Munich" answers "lives in Berlin"; elsewhere it is only a marker.
-        live = lexicon.canon("live")
-        swap = (live, "@in") if live in old.tokens and live not in new.tokens else ()
-        tokens = tuple(x for t in new.tokens
-                       for x in ((*swap,) if t == rules.RELOCATE else (t,)))
-        new = replace(new, tokens=tokens)
-    pair = Pair(old, new, similarity, frozenset(fresh), frozenset(rejected), frozenset(anchors))
-    for name, fired in (("correction_marker", pair.strong), ("weak_marker", pair.weak),
-                        ("additive_marker", pair.additive), ("shared_anchor", bool(anchors))):
-        pair.fire(name, fired)
-    if similarity is not None:
-        pair.signals.append("similarity_high" if similarity >= PARAPHRASE_MIN_SIMILARITY
-                            else "similarity_low" if not pair.related else "similarity_mid")
-    return pair
-
 
 Rule = Callable[[Pair], Verdict | None]
 
@@ -215,7 +53,7 @@ def explicit_rejection(p: Pair) -> Verdict | None:
     positive = p.e_content - p.old.against
     # A rejected value naming a rival the earlier note lacks ("the staging database was
     # replaced" against "the production database runs Postgres") is about another thing.
-    rival = any(lexicon.value_classes(t) or t in _ENVIRONMENTS for t in p.rejected - p.e_content)
+    rival = any(lexicon.value_classes(t) or t in ENVIRONMENTS for t in p.rejected - p.e_content)
     if not p.old.negated and p.rejected & positive and not rival and not rules.other_kind(
             p.old, p.new):
         return p.verdict(Relation.CORRECTION, 0.95, "explicit_rejection")
@@ -225,8 +63,8 @@ def explicit_rejection(p: Pair) -> Verdict | None:
 def rejection_taken_back(p: Pair) -> Verdict | None:
     """The later note goes back to what the earlier one rejected ("replaced Zoom with Teams" ->
     "uses Zoom for calls"), and says little else."""
-    taken_back = ((p.old.rejected - p.e_content) & (p.new.pro - p.new.rejected)) - _GENERIC
-    if taken_back and not p.new.negated and len(p.l_content - taken_back - _GENERIC) <= 2:
+    taken_back = ((p.old.rejected - p.e_content) & (p.new.pro - p.new.rejected)) - GENERIC
+    if taken_back and not p.new.negated and len(p.l_content - taken_back - GENERIC) <= 2:
         return p.verdict(Relation.CORRECTION, 0.75, "explicit_rejection")
     return None
 
@@ -235,8 +73,8 @@ def other_environment(p: Pair) -> Verdict | None:
     """Another environment and another value ("Production uses the live key" / "the staging key
     in tests was wrong"): another system. A changed environment alone ("deploys to staging" ->
     "actually to production") stays a value."""
-    e_env, l_env = p.e_only & _ENVIRONMENTS, p.l_only & _ENVIRONMENTS
-    if e_env and l_env and ((p.e_only - e_env) | (p.l_only - l_env)) - _GENERIC:
+    e_env, l_env = p.e_only & ENVIRONMENTS, p.l_only & ENVIRONMENTS
+    if e_env and l_env and ((p.e_only - e_env) | (p.l_only - l_env)) - GENERIC:
         return p.verdict(Relation.DISTINCT, 0.75, "subject_change")
     return None
 
@@ -254,10 +92,10 @@ def comparison_swap(p: Pair) -> Verdict | None:
 def negated_clause(p: Pair) -> Verdict | None:
     """A clause that negates the earlier note's content: "no longer vegetarian" (about the same
     holder: "User's sister is no longer vegetarian" says nothing of the user)."""
-    core = p.e_content - _GENERIC
+    core = p.e_content - GENERIC
     other_holder = bool(p.holders & (p.e_content ^ p.l_content))
     for clause, negated in p.new.clauses:
-        shared = clause - _GENERIC
+        shared = clause - GENERIC
         reverses = negated != p.old.negated and (shared <= core or core <= shared)
         if reverses and core & shared and not p.additive and not p.agrees and not other_holder:
             return p.verdict(Relation.CORRECTION, 0.9, "polarity_reversal")
@@ -272,7 +110,7 @@ def against_what_was_wanted(p: Pair) -> Verdict | None:
     """What one note speaks against the other wants: "answers without emoji" -> "emoji in
     answers now", "coffee with milk" -> "coffee without milk"."""
     old, new = p.old, p.new
-    if not (p.flip or old.negated or p.additive) and (p.l_content - _GENERIC) <= p.e_content and (
+    if not (p.flip or old.negated or p.additive) and (p.l_content - GENERIC) <= p.e_content and (
             old.against & new.pro or new.against & old.pro):
         return p.verdict(Relation.CORRECTION, 0.75, "polarity_reversal")
     return None
@@ -308,7 +146,7 @@ def another_occasion(p: Pair) -> Verdict | None:
     """Another trip on another date, the user's habit on another day: both hold. ("back" is a
     marker, but a return to a past event's place is another occasion.)"""
     old, new = p.old, p.new
-    returning = p.fresh & _STRONG_NAMES == {"back"}
+    returning = p.fresh & STRONG_NAMES == {"back"}
     if (not p.strong or returning) and not (old.negated or new.negated) and (
             meaning.another_occasion(old, new, p.e_only, p.l_only)
             or (not p.weak and meaning.another_day(old, new, p.e_only, p.l_only))):
@@ -336,7 +174,7 @@ def holder_change(p: Pair) -> Verdict | None:
 
 
 def role_swap(p: Pair) -> Verdict | None:
-    if not (p.e_only | p.l_only) - _GENERIC and rules.roles_swapped(p.old, p.new):
+    if not (p.e_only | p.l_only) - GENERIC and rules.roles_swapped(p.old, p.new):
         return p.verdict(Relation.DISTINCT, 0.7, "role_swap")
     return None
 
@@ -348,7 +186,7 @@ def sentence_turned_around(p: Pair) -> Verdict | None:
     pref_change = bool(p.old.verbs & rules.PREF) != bool(p.new.verbs & rules.PREF)
     changed = p.e_only | p.l_only
     if changed and not (p.strong or p.weak or p.additive) and not pref_change and not (
-            changed & _POSSESSION) and restate.reordered_restatement(
+            changed & POSSESSION) and restate.reordered_restatement(
             p.old, p.new, p.e_only, p.l_only):
         return p.verdict(Relation.PARAPHRASE, 0.7, "reordered")
     return None
@@ -449,7 +287,7 @@ def words_in_front(p: Pair) -> Verdict | None:
     Words moved there from later in the note change nothing ("has an Echo smart speaker")."""
     b = p.blocks
     if b and b[0].start == 0 and not b[0].earlier and not p.fragment and (
-            set(content(b[0].later)) - _GENERIC - p.e_content) and not p.strong:
+            set(content(b[0].later)) - GENERIC - p.e_content) and not p.strong:
         return p.verdict(Relation.DISTINCT, 0.7, "subject_change")
     return None
 
@@ -490,8 +328,8 @@ def generic_words_differ(p: Pair) -> Verdict | None:
     """Only generic words differ. ("likes dogs" / "has dogs" is not one fact: a liking is not a
     possession.)"""
     changed = p.e_only | p.l_only
-    possession = bool(p.old.verbs) != bool(p.new.verbs) and changed & _POSSESSION
-    if _one_sided(p) and not changed - _GENERIC and not possession:
+    possession = bool(p.old.verbs) != bool(p.new.verbs) and changed & POSSESSION
+    if _one_sided(p) and not changed - GENERIC and not possession:
         return p.verdict(Relation.PARAPHRASE, 0.75, "generic_words_differ")
     return None
 

@@ -4,7 +4,7 @@ nine" = "9:30", "18:00" = "6pm".
 
 Two notes that state one amount or one time in different notations must meet as the same
 tokens; otherwise the aligner sees a rival value ("6 pm" / "18:00") and calls a restatement a
-correction. Pure text rewriting on the lower-cased note (`patterns.normalize`); the number
+correction. Pure text rewriting on the lower-cased note (`patterns.prepare_text`); the number
 words are data (`data/numbers.tsv`).
 """
 
@@ -96,7 +96,7 @@ def _version(match: re.Match[str]) -> str:
     return "v" + ".".join(parts)
 
 
-def normalize(text: str) -> str:
+def one_notation(text: str) -> str:
     """One notation per amount, clock time and version (lower-cased text in and out)."""
     text = _VERSION.sub(_version, text)
     text = _THOUSANDS.sub("", text)

@@ -257,7 +257,7 @@ def _plain(text: str) -> str:
 @lru_cache(maxsize=4096)
 def parse(text: str) -> Note:
     text = _plain(text)
-    t, markers, rejected = patterns.extract_cues(patterns.normalize(text))
+    t, markers, rejected = patterns.extract_cues(patterns.prepare_text(text))
     t = patterns.rewrite(t)
     tokens: list[str] = []
     clauses: list[tuple[frozenset[str], bool]] = []

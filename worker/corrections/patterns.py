@@ -198,12 +198,12 @@ def join(text: str) -> str:
     return _JOIN.sub(lambda m: " " + m.group(1).replace(" ", "-") + " ", text)
 
 
-def normalize(text: str) -> str:
+def prepare_text(text: str) -> str:
     """Lower-cased NFKC text with one apostrophe, one dash and contractions expanded, and the
     equivalences that must be seen before correction markers are read."""
     t = unicodedata.normalize("NFKC", text).lower()
     t = t.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
-    t = numbers.normalize(_DASHES.sub(" - ", t))
+    t = numbers.one_notation(_DASHES.sub(" - ", t))
     for pattern, replacement in _EARLY:
         t = pattern.sub(replacement, t)
     return t
