@@ -22,7 +22,7 @@ from db.scope import RequestScope, ScopeConfig, level_condition, visibility_sql,
 # with ids of up to ~850 bytes) are in that index: btree rows are capped at 2,704 bytes and
 # the fixed part (tuple header, null bitmap, varlena headers, status, expiry, id, created_at,
 # alignment) is under 130. NULL without an embedding (embedding_model is NULL exactly then).
-# The index predicates (db/migrations/0004 and 0007, db/models.py) and the queries use these
+# The index predicates (db/migrations/0004 and 0007, db/models/) and the queries use these
 # exact texts, so the planner can prove which index a branch may use, under custom and
 # generic plans.
 VECTOR_ROW_BYTES_SQL = (

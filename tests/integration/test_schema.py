@@ -1,4 +1,4 @@
-"""The migrated schema equals the declared one (db/models.py): no drift, either way."""
+"""The migrated schema equals the declared one (db/models/): no drift, either way."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_migrations_build_exactly_the_declared_schema(services, declared_url):
         only_declared = sorted(set(declared[part]) - set(migrated[part]), key=repr)
         assert not only_migrated and not only_declared, (
             f"{part} drift:\n  only in migrations: {only_migrated}\n"
-            f"  only in db/models.py: {only_declared}"
+            f"  only in db/models/: {only_declared}"
         )
 
 
