@@ -19,23 +19,34 @@ import psycopg._queries
 from pgvector.psycopg import register_vector
 from psycopg.types.datetime import TimestamptzBinaryLoader, TimestamptzLoader
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
+
+# A connection attempt fails after this long unless the URL says otherwise: a server that is
+# down, a port nobody answers on, or one that accepts and never replies must give an error in
+# seconds, not hang a CLI command or a worker's start.
+DEFAULT_CONNECT_TIMEOUT_S = 5
 
 
-def sqlalchemy_url(url: str) -> str:
+def _with_timeout(parsed: URL, connect_timeout_s: int) -> URL:
+    if "connect_timeout" in parsed.query:
+        return parsed
+    return parsed.update_query_dict({"connect_timeout": str(connect_timeout_s)})
+
+
+def sqlalchemy_url(url: str, *, connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S) -> str:
     """Accept plain `postgresql://` URLs and select the psycopg 3 driver."""
     parsed = make_url(url)
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
-    return parsed.render_as_string(hide_password=False)
+    return _with_timeout(parsed, connect_timeout_s).render_as_string(hide_password=False)
 
 
-def libpq_url(url: str) -> str:
+def libpq_url(url: str, *, connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S) -> str:
     """The same URL without SQLAlchemy's driver suffix, for plain psycopg connections."""
     parsed = make_url(url)
     if parsed.drivername.startswith("postgresql+"):
         parsed = parsed.set(drivername="postgresql")
-    return parsed.render_as_string(hide_password=False)
+    return _with_timeout(parsed, connect_timeout_s).render_as_string(hide_password=False)
 
 
 # psycopg converts a query's named placeholders once per text and caches the result only for
@@ -47,7 +58,8 @@ if getattr(psycopg._queries, "MAX_CACHED_STATEMENT_LENGTH", 0) < 32768:
 
 
 def make_engine(url: str, *, pool_size: int = 4, application_name: str = "memory-worker",
-                generic_plans: bool = False) -> Engine:
+                generic_plans: bool = False,
+                connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S) -> Engine:
     connect_args: dict[str, Any] = {"application_name": application_name,
                                     "prepare_threshold": 1}
     if generic_plans:
@@ -57,7 +69,7 @@ def make_engine(url: str, *, pool_size: int = 4, application_name: str = "memory
         # design (db/queries/retrieval.py; tested).
         connect_args["options"] = "-c plan_cache_mode=force_generic_plan"
     engine = create_engine(
-        sqlalchemy_url(url),
+        sqlalchemy_url(url, connect_timeout_s=connect_timeout_s),
         pool_size=pool_size,
         max_overflow=pool_size,
         # No pre-ping: it costs a round trip per checkout on the read path. A connection found
@@ -112,9 +124,11 @@ class InfinityTimestamptzBinaryLoader(TimestamptzBinaryLoader):
 class Database:
     """An engine bound to the process that created it."""
 
-    def __init__(self, url: str, *, pool_size: int = 4) -> None:
+    def __init__(self, url: str, *, pool_size: int = 4,
+                 connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S) -> None:
         self.url = url
         self.pool_size = pool_size
+        self.connect_timeout_s = connect_timeout_s
         self._engines: dict[bool, Engine] = {}  # generic_plans -> engine
         self._pid = 0
         self._lock = threading.Lock()
@@ -133,7 +147,8 @@ class Database:
                 engine = self._engines.get(generic_plans)
                 if engine is None:
                     engine = self._engines[generic_plans] = make_engine(
-                        self.url, pool_size=self.pool_size, generic_plans=generic_plans)
+                        self.url, pool_size=self.pool_size, generic_plans=generic_plans,
+                        connect_timeout_s=self.connect_timeout_s)
         return engine
 
     @property
@@ -169,11 +184,13 @@ _databases: dict[str, Database] = {}
 _registry_lock = threading.Lock()
 
 
-def get_database(url: str, *, pool_size: int = 4) -> Database:
+def get_database(url: str, *, pool_size: int = 4,
+                 connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S) -> Database:
     with _registry_lock:
         db = _databases.get(url)
         if db is None:
-            db = _databases[url] = Database(url, pool_size=pool_size)
+            db = _databases[url] = Database(url, pool_size=pool_size,
+                                            connect_timeout_s=connect_timeout_s)
         return db
 
 

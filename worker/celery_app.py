@@ -29,6 +29,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "visibility_timeout": settings.visibility_timeout_s,
         "unacked_restore_interval": settings.broker_restore_interval_s,
         "unacked_restore_throttle": 1,
+        # A Redis that is down or never answers fails a connection attempt in seconds.
+        "socket_connect_timeout": settings.redis_connect_timeout_s,
     }
     from beat_schedule import beat_schedule
 
@@ -40,6 +42,16 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_transport_options": transport,
         "result_backend_transport_options": transport,
         "broker_connection_retry_on_startup": True,
+        "redis_socket_connect_timeout": settings.redis_connect_timeout_s,
+        # Shutdown: a warm shutdown (SIGTERM) lets running writes finish (they are bounded by
+        # the write time limit); a cold one first waits `soft_shutdown_timeout_s`, then puts
+        # what the worker holds back on the queue at once (also when idle) rather than after
+        # the visibility timeout.
+        "worker_soft_shutdown_timeout": settings.soft_shutdown_timeout_s,
+        "worker_enable_soft_shutdown_on_idle": True,
+        # A lost broker connection cancels running tasks, which acks_late then redelivers
+        # (Celery's default from 6.0; without it Celery warns at start).
+        "worker_cancel_long_running_tasks_on_connection_loss": True,
         "task_serializer": "json",
         "result_serializer": "json",
         "accept_content": ["json"],

@@ -34,11 +34,13 @@ _redis_clients: dict[str, redis.Redis] = {}
 _redis_lock = threading.Lock()
 
 
-def _redis(url: str) -> redis.Redis:
+def _redis(url: str, timeout_s: float) -> redis.Redis:
     with _redis_lock:
         client = _redis_clients.get(url)
         if client is None:
-            client = _redis_clients[url] = redis.Redis.from_url(url)
+            # Bounded: an unreachable or silent Redis fails the enqueue in seconds.
+            client = _redis_clients[url] = redis.Redis.from_url(
+                url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
         return client
 
 
@@ -63,7 +65,7 @@ class Reservation:
 def reserve_sequence_numbers(run_id: str, count: int,
                              settings: Settings | None = None) -> Reservation:
     settings = settings or get_settings()
-    client = _redis(settings.require_redis_url())
+    client = _redis(settings.require_redis_url(), settings.redis_connect_timeout_s)
     last, base = client.eval(RESERVE_SCRIPT, 1, SEQ_KEY_PREFIX + run_id, count,
                              settings.seq_counter_ttl_days * 86400)
     first = int(base) + 1

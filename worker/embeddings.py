@@ -9,6 +9,7 @@ are never compared.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import threading
 from collections import OrderedDict
@@ -185,8 +186,28 @@ class SharedVectorCache:
         return [found[t] for t in texts]
 
 
+LOCAL_EXTRA_MISSING = (
+    "the local embedder (MEMORY_EMBEDDING_BACKEND=local, the default) needs torch and "
+    "sentence-transformers: pip install torch==2.13.0 'agent-memory-worker[local]' (the CPU "
+    "build of torch first), or set MEMORY_EMBEDDING_BACKEND=openai and "
+    "MEMORY_EMBEDDING_BASE_URL for an OpenAI-compatible embedding service"
+)
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The configured embedder cannot run in this installation."""
+
+
+def require_local_extra() -> None:
+    if importlib.util.find_spec("sentence_transformers") is None or (
+            importlib.util.find_spec("torch") is None):
+        raise EmbedderUnavailable(LOCAL_EXTRA_MISSING)
+
+
 def build_embedder(settings: Settings) -> Embedder:
     inner: Embedder
+    if settings.embedding_backend == "local":
+        require_local_extra()
     if settings.embedding_backend == "openai":
         inner = OpenAIEmbedder(
             settings.embedding_model,
@@ -231,6 +252,7 @@ def preload_local_model(settings: Settings) -> bool:
     pool (libgomp's pool does not survive fork), and each child sets its own thread count."""
     if settings.embedding_backend != "local":
         return False
+    require_local_extra()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -28,7 +28,8 @@ class Runtime:
     @property
     def db(self) -> Database:
         return get_database(self.settings.require_database_url(),
-                            pool_size=self.settings.db_pool_size)
+                            pool_size=self.settings.db_pool_size,
+                            connect_timeout_s=self.settings.database_connect_timeout_s)
 
     @property
     def embedder(self) -> Embedder:

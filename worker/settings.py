@@ -16,7 +16,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker.writes.admission.patterns import DEFAULT_REJECT_WRITE_PATTERNS
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the source checkout (tests, benchmarks)
+
+
+def default_data_dir() -> Path:
+    """`./.memory-data` of the process's working directory (`MEMORY_DATA_DIR` overrides)."""
+    return Path.cwd() / ".memory-data"
 
 LOCAL_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -31,8 +36,15 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         default=None, validation_alias=AliasChoices("REDIS_URL", "MEMORY_REDIS_URL")
     )
-    data_dir: Path = PROJECT_ROOT / ".memory-data"
+    # The working directory's `.memory-data` (where `memory-worker up` keeps the embedded
+    # stack, heartbeats and logs), never the installed package's location.
+    data_dir: Path = Field(default_factory=lambda: default_data_dir())
     db_pool_size: int = Field(default=4, ge=1)
+    # How long a connection attempt may take before it fails (a server that is down, a port
+    # nothing answers on, a host that accepts and never replies). A connection URL's own
+    # `connect_timeout` wins over this for Postgres.
+    database_connect_timeout_s: int = Field(default=5, ge=1)
+    redis_connect_timeout_s: float = Field(default=5.0, gt=0)
 
     # --- embeddings (SPEC 9) -----------------------------------------------------------
     embedding_backend: Literal["local", "openai"] = "local"
@@ -169,6 +181,10 @@ class Settings(BaseSettings):
     broker_restore_interval_s: int = Field(default=10, ge=1)
     write_soft_time_limit_s: int = Field(default=30, ge=1)
     write_time_limit_s: int = Field(default=45, ge=1)
+    # On a cold shutdown (a second SIGTERM, SIGQUIT) the worker first gives in-flight tasks
+    # this long to finish, then returns what it holds to the queue instead of leaving it to
+    # the visibility timeout. Above the write time limit, so a running write always finishes.
+    soft_shutdown_timeout_s: float = Field(default=60.0, ge=0)
     write_max_retries: int = Field(default=8, ge=0)
     result_expires_s: int = Field(default=86400, ge=60)
 

@@ -102,11 +102,12 @@ def test_without_a_file_every_heartbeat_under_the_data_dir_must_be_fresh(tmp_pat
 
 
 def test_heartbeat_location_is_the_one_settings_describe(tmp_path, monkeypatch):
-    # health.py mirrors the settings without importing pydantic; the two must agree.
-    assert health._PROJECT_ROOT == PROJECT_ROOT
+    # health.py mirrors the settings without importing pydantic; the two must agree, and the
+    # default follows the working directory, never the package's location.
     for key in ("MEMORY_DATA_DIR", "MEMORY_HEARTBEAT_FILE"):
         monkeypatch.delenv(key, raising=False)
-    assert health.heartbeat_dir().parent == Settings().data_dir
+    monkeypatch.chdir(tmp_path)
+    assert health.heartbeat_dir().parent == Settings().data_dir == tmp_path / ".memory-data"
     assert health.configured_heartbeat_file() is None and Settings().heartbeat_file is None
     monkeypatch.setenv("memory_data_dir", str(tmp_path / "d"))  # pydantic ignores the case
     assert health.heartbeat_dir().parent == Settings().data_dir == tmp_path / "d"

@@ -7,7 +7,9 @@ One module per command group, named after it: `run` (migrate, up, worker, beat, 
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import Annotated
 
 import typer
 
@@ -25,6 +27,7 @@ cli = typer.Typer(
     help="Durable memory for AI agents: Celery workers over Postgres/pgvector.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,
 )
 for command in (run.migrate, run.up, run.worker, run.beat, run.demo, memory.context,
                 memory.explain, memory.stats, memory.write):
@@ -34,34 +37,86 @@ for group, name in ((agent_cli, "agent"), (health_cli, "health"), (cycle_cli, "c
                     (candidates_cli, "candidates")):
     cli.add_typer(group, name=name)
 
+DEBUG_ENV = "MEMORY_DEBUG"
 
-def _unreachable(exc: BaseException) -> str | None:
-    """One line naming the service a command could not reach, or None for other errors."""
-    import redis
-    import sqlalchemy.exc
 
-    settings = get_settings()
-    if isinstance(exc, sqlalchemy.exc.OperationalError | sqlalchemy.exc.InterfaceError):
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"memory-worker {version('agent-memory-worker')}")
+        except PackageNotFoundError:  # a source tree that was never installed
+            print("memory-worker (not installed)")
+        raise typer.Exit()
+
+
+@cli.callback()
+def _options(
+    show_version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    debug: Annotated[bool, typer.Option(
+        "--debug", help=f"Show the traceback of an error (or set {DEBUG_ENV}=1).")] = False,
+) -> None:
+    if debug:
+        os.environ[DEBUG_ENV] = "1"
+
+
+def _redacted(url: str | None) -> str:
+    if not url:
+        return "(not set)"
+    try:
         from sqlalchemy.engine import make_url
 
-        where = (make_url(settings.database_url).render_as_string(hide_password=True)
-                 if settings.database_url else "DATABASE_URL")
-        return f"cannot reach the database at {where}: {str(exc.orig).splitlines()[0]}"
-    if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
-        return f"cannot reach Redis at {settings.redis_url}: {exc}"
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "(unparsable URL)"
+
+
+def explain_error(exc: BaseException) -> str | None:
+    """One line naming what is wrong — the service that cannot be reached with its redacted
+    URL, the setting that is invalid, the migration that failed — or None for a bug."""
+    import psycopg
+    import pydantic
+    import redis
+    import sqlalchemy.exc
+    from kombu.exceptions import OperationalError as BrokerError
+
+    from db.migrate import MigrationError
+
+    if isinstance(exc, pydantic.ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
+        return f"invalid configuration: {problems}"
+    if isinstance(exc, MigrationError):
+        return f"migration failed: {exc}"
     if isinstance(exc, RuntimeError) and "is not set" in str(exc):
         return str(exc)
+    settings = get_settings()
+    if isinstance(exc, sqlalchemy.exc.OperationalError | sqlalchemy.exc.InterfaceError):
+        exc = exc.orig or exc
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        reason = (str(exc).strip().splitlines() or ["connection failed"])[-1]
+        return f"cannot reach the database at {_redacted(settings.database_url)}: {reason}"
+    if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError
+                  | BrokerError):
+        return f"cannot reach Redis at {_redacted(settings.redis_url)}: {exc}"
     return None
 
 
 def main() -> None:
-    """The `memory-worker` entry point: a service that is down is said in one line (exit 1),
-    not with a traceback."""
+    """The `memory-worker` entry point: what is wrong is said in one line (exit 1), not with
+    a traceback; `--debug` (or MEMORY_DEBUG=1) shows the traceback too."""
     reset_settings_cache()
     try:
         cli()
     except Exception as exc:
-        message = _unreachable(exc)
+        if os.environ.get(DEBUG_ENV):
+            raise
+        try:
+            message = explain_error(exc)
+        except Exception:  # the settings themselves are broken: say what the error was
+            message = None
         if message is None:
             raise
         print(f"memory-worker: {message}", file=sys.stderr)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from worker.cli.output import JsonOption, console, dump
+from worker.cli.output import JsonOption, console, database_reachable, dump
 
 
 def context(
@@ -46,6 +46,7 @@ def context(
     request = parse_request_scope(payload)
     if isinstance(request, Invalid):
         raise typer.BadParameter(request.reason)
+    database_reachable()
     try:
         result = build_context(get_runtime().context_deps(), request, input_text,
                                include_policy=policy, record_access=False)
@@ -75,6 +76,7 @@ def explain(
                                    "company_id": company})
     if isinstance(request, Invalid):
         raise typer.BadParameter(request.reason)
+    database_reachable()
     explanations = run_explain(get_runtime().context_deps(), request, about, limit=limit)
     if as_json:
         dump([e.as_dict() for e in explanations])
@@ -126,7 +128,8 @@ def _queue_length(settings: Any) -> int | None:
     import redis
 
     try:
-        client = redis.Redis.from_url(settings.require_redis_url(), socket_timeout=2)
+        client = redis.Redis.from_url(settings.require_redis_url(), socket_timeout=2,
+                                      socket_connect_timeout=settings.redis_connect_timeout_s)
         return int(client.llen(settings.write_queue))
     except Exception:
         return None

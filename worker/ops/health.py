@@ -56,9 +56,6 @@ DEFAULT_CHECK_TIMEOUT_S = 5.0
 HEARTBEAT_SUFFIX = ".heartbeat"
 BEAT_ROLE = "beat"
 
-# The same default as worker.settings.PROJECT_ROOT, computed here so that liveness does not
-# import pydantic (tests/integration/test_health.py checks the two agree).
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]  # worker/ops/health.py -> the project
 
 
 # --- where heartbeats live ----------------------------------------------------------------
@@ -81,7 +78,9 @@ def configured_heartbeat_file() -> Path | None:
 def heartbeat_dir() -> Path:
     """`<data_dir>/health`, with the data dir read the way `Settings.data_dir` reads it."""
     data_dir = _env("MEMORY_DATA_DIR")
-    return (Path(data_dir) if data_dir else _PROJECT_ROOT / ".memory-data") / "health"
+    # The default of `Settings.data_dir`, spelled here so that liveness does not import
+    # pydantic (tests/integration/test_health.py checks the two agree).
+    return (Path(data_dir) if data_dir else Path.cwd() / ".memory-data") / "health"
 
 
 def worker_role(queues: Sequence[str]) -> str:
