@@ -108,14 +108,42 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
     raise _Stop()
 
 
-def wait_for_workers(timeout: float = 120.0) -> bool:
+def log_tail(path: Path, lines: int = 15) -> str:
+    """The last lines of a child's log, to show beside a failure instead of sending the
+    operator to look for the file."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.rstrip().splitlines()[-lines:]) or "(empty log)"
+
+
+def wait_for_workers(children: list[Child], timeout: float = 120.0,
+                     every_s: float = 5.0) -> bool:
+    """Until the write worker answers a ping: a progress line every few seconds, and as soon
+    as a child exits (or at the timeout) the tail of its log."""
     from worker.celery_app import app
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    start = time.monotonic()
+    said = start
+    while time.monotonic() - start < timeout:
+        dead = [child for child in children if not child.alive]
+        for child in dead:
+            code = child.process.returncode if child.process else None
+            console.print(f"[red]{child.name} exited (code {code}); the end of "
+                          f"{child.log_path}:[/red]\n{log_tail(child.log_path)}")
+        if dead:
+            return False
         replies = app.control.ping(timeout=1.0) or []
         if any(name.startswith("writes@") for reply in replies for name in reply):
             return True
+        if time.monotonic() - said >= every_s:
+            said = time.monotonic()
+            console.print(f"  waiting for the write worker… {said - start:.0f} s")
+    writes = next((c for c in children if c.name == "writes"), None)
+    console.print(f"[red]the write worker did not answer within {timeout:.0f} s[/red]")
+    if writes is not None:
+        console.print(f"the end of {writes.log_path}:\n{log_tail(writes.log_path)}")
     return False
 
 
@@ -157,8 +185,7 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
                           f"  log {child.log_path}")
         if flower:
             console.print(f"  Flower   http://{settings.flower_address}:{settings.flower_port}")
-        if not wait_for_workers():
-            console.print("[red]the write worker did not come up; see its log[/red]")
+        if not wait_for_workers(children):
             return
         console.print("[green]Ready.[/green] Ctrl-C stops everything.")
         if demo:
