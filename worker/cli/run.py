@@ -14,13 +14,74 @@ from worker.settings import get_settings
 
 def migrate(
     database_url: Annotated[str | None, typer.Option(envvar="DATABASE_URL")] = None,
+    status: Annotated[bool, typer.Option(
+        "--status", help="List every migration: applied (when), pending or edited. Changes "
+        "nothing and takes no lock.")] = False,
+    json_output: Annotated[bool, typer.Option(
+        "--json", help="With --status: print a JSON list of {name, state, applied_at}.")]
+    = False,
 ) -> None:
-    """Apply pending schema migrations."""
-    from db.migrate import migrate as apply_migrations
+    """Apply pending schema migrations, one line per file as it runs."""
+    import time
 
+    from db.migrate import Migration, Progress
+    from db.migrate import migrate as apply_migrations
+    from db.migrate import status as statuses
+    from worker.cli.output import dump
+
+    if json_output and not status:
+        raise typer.BadParameter("--json goes with --status", param_hint="--json")
     url = database_url or get_settings().require_database_url()
-    applied = apply_migrations(url)
-    console.print(f"applied: {', '.join(applied)}" if applied else "schema is up to date")
+    if status:
+        listed = statuses(url)
+        if json_output:
+            dump([entry.as_json() for entry in listed])
+            return
+        width = max((len(e.migration.filename) for e in listed), default=0)
+        for entry in listed:
+            when = (entry.applied_at.isoformat(sep=" ", timespec="seconds")
+                    if entry.applied_at else "")
+            note = "  (file differs from the one applied)" if entry.state == "edited" else ""
+            # soft_wrap: one line per file even when piped (rich wraps at 80 columns).
+            console.print(f"{entry.migration.filename:{width}s}  {entry.state:7s}  {when}{note}"
+                          .rstrip(), highlight=False, markup=False, soft_wrap=True)
+        counts = {s: sum(e.state == s for e in listed) for s in ("applied", "pending", "edited")}
+        console.print(", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no migrations",
+                      highlight=False)
+        return
+
+    class Lines(Progress):
+        # `applying X ...` is printed before the file runs (a concurrent index build can take
+        # minutes) and completed on the same line; a failure ends the open line first, so the
+        # one-line error that follows stands on its own line.
+        open_line = False
+
+        def waiting_for_lock(self) -> None:
+            console.print("waiting for another migrate to finish ...", highlight=False)
+
+        def started(self, migration: Migration) -> None:
+            mode = "" if migration.transactional else " (no transaction)"
+            console.print(f"applying {migration.filename}{mode} ...", end="", highlight=False,
+                          soft_wrap=True)
+            self.open_line = True
+
+        def finished(self, migration: Migration, seconds: float) -> None:
+            console.print(f" done in {seconds:.1f} s", highlight=False)
+            self.open_line = False
+
+    lines = Lines()
+    began = time.perf_counter()
+    try:
+        applied = apply_migrations(url, progress=lines)
+    finally:
+        if lines.open_line:
+            console.print(" failed", highlight=False)
+    if applied:
+        console.print(f"applied {len(applied)} migration{'s' if len(applied) > 1 else ''} "
+                      f"in {time.perf_counter() - began:.1f} s; schema is up to date",
+                      highlight=False)
+    else:
+        console.print("schema is up to date (nothing to apply)", highlight=False)
 
 
 def up(
