@@ -12,10 +12,12 @@ import configparser
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -24,6 +26,9 @@ from typing import Any
 import pytest
 import typer
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from tests.helpers import stop_process_group
 from worker.cli import cli
@@ -33,6 +38,9 @@ from worker.settings import PROJECT_ROOT, Settings
 DEPLOY = PROJECT_ROOT / "deploy"
 K8S = DEPLOY / "k8s"
 SYSTEMD = DEPLOY / "systemd"
+CONSTRAINTS = PROJECT_ROOT / "constraints.txt"
+OPT_IN_SERVICEMONITOR = "servicemonitor.yaml"
+WORKER_DEPLOYMENTS = ("memory-worker-writes", "memory-worker-manager")
 
 WRITE_QUEUE = Settings.model_fields["write_queue"].default
 MANAGER_QUEUE = Settings.model_fields["manager_queue"].default
@@ -102,6 +110,38 @@ def _dockerfile() -> list[tuple[str, str]]:
         line for line in text.splitlines() if not line.lstrip().startswith("#")))
     return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1] if " " in line else "")
             for line in (raw.strip() for raw in logical.splitlines()) if line]
+
+
+def _dockerfile_runs() -> list[str]:
+    return [rest for instruction, rest in _dockerfile() if instruction == "RUN"]
+
+
+def _dockerfile_arg_defaults(before_from: bool) -> dict[str, str]:
+    """`ARG NAME=default` values: those before the first FROM (the FROM line's scope) or after."""
+    instructions = _dockerfile()
+    first_from = next(i for i, (instruction, _) in enumerate(instructions) if instruction == "FROM")
+    chosen = instructions[:first_from] if before_from else instructions[first_from:]
+    return dict(rest.split("=", 1) for instruction, rest in chosen
+                if instruction == "ARG" and "=" in rest)
+
+
+def _installs_the_project(run: str) -> bool:
+    """A `pip install` of the project itself: `.`, `".[extras]"` or `".${EXTRAS:+…}"`."""
+    return re.search(r'pip install\b[^&;|]*\s"?\.(?=[\[$"\s]|$)', run) is not None
+
+
+def _constraints() -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for raw in CONSTRAINTS.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)", line)
+        assert match, f"constraints.txt: not an exact pin: {line!r}"
+        name = canonicalize_name(match[1])
+        assert name not in pins, f"constraints.txt pins {name} twice"
+        pins[name] = match[2]
+    return pins
 
 
 # --- the real CLIs ------------------------------------------------------------------------
@@ -246,7 +286,9 @@ def test_kustomization_applies_every_manifest_but_the_example_secret():
     kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
     listed = set(kustomization["resources"])
     on_disk = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
-    assert listed == on_disk - {"secret.example.yaml"}
+    # The ServiceMonitor needs the Prometheus Operator's CRDs: opt-in, said in its header.
+    assert listed == on_disk - {"secret.example.yaml", OPT_IN_SERVICEMONITOR}
+    assert "kustomization.yaml" in (K8S / OPT_IN_SERVICEMONITOR).read_text()
 
 
 def test_exactly_one_beat_replaced_not_rolled():
@@ -329,6 +371,114 @@ def test_flower_takes_its_credentials_from_the_secret():
     ref = env["MEMORY_FLOWER_BASIC_AUTH"]["valueFrom"]["secretKeyRef"]
     assert ref["key"] == "MEMORY_FLOWER_BASIC_AUTH"
     assert '--basic-auth="$MEMORY_FLOWER_BASIC_AUTH"' in container["command"][-1]
+
+
+def _template_labels(workload: dict[str, Any]) -> dict[str, str]:
+    return dict(workload["spec"]["template"]["metadata"]["labels"])
+
+
+def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return bool(selector) and selector.items() <= labels.items()
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+
+
+def test_both_worker_deployments_serve_metrics_prometheus_can_reach():
+    (config,) = _kind("ConfigMap")
+    assert not {"MEMORY_METRICS_PORT", "MEMORY_METRICS_ADDRESS"} & set(config["data"]), (
+        "set per worker Deployment, next to its containerPort, not for every role")
+    for name in WORKER_DEPLOYMENTS:
+        deployment = _deployment(name)
+        (container,) = _containers(deployment, False)
+        env = _env(container)
+        port = int(env["MEMORY_METRICS_PORT"])
+        # The default 127.0.0.1 answers only inside the pod.
+        assert env["MEMORY_METRICS_ADDRESS"] == "0.0.0.0", name
+        assert Settings(metrics_port=port, metrics_address=env["MEMORY_METRICS_ADDRESS"])
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert ports["metrics"] == port, name
+        annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+        assert all(isinstance(v, str) for v in annotations.values()), "annotations are strings"
+        assert annotations["prometheus.io/scrape"] == "true"
+        assert annotations["prometheus.io/port"] == str(port)
+        assert annotations["prometheus.io/path"] == "/metrics"
+    for name in ("memory-worker-beat", "memory-worker-flower"):
+        (container,) = _containers(_deployment(name), False)
+        assert "MEMORY_METRICS_PORT" not in _env(container), f"{name} serves no metrics"
+
+
+def test_the_metrics_service_and_servicemonitor_select_the_worker_pods_by_port_name():
+    services = {s["metadata"]["name"]: s for s in _kind("Service")}
+    service = services["memory-worker-metrics"]
+    assert service["spec"]["clusterIP"] == "None", "headless: every pod is scraped"
+    selector = service["spec"]["selector"]
+    for name in WORKER_DEPLOYMENTS:
+        assert _selects(selector, _template_labels(_deployment(name))), name
+    for workload in _workloads():
+        if workload["metadata"]["name"] not in WORKER_DEPLOYMENTS:
+            assert not _selects(selector, _template_labels(workload)), workload["metadata"]
+    (port,) = service["spec"]["ports"]
+    for name in WORKER_DEPLOYMENTS:
+        (container,) = _containers(_deployment(name), False)
+        assert port["targetPort"] in {p["name"] for p in container["ports"]}
+        assert port["port"] == next(p["containerPort"] for p in container["ports"]
+                                    if p["name"] == port["targetPort"])
+
+    (monitor,) = _kind("ServiceMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    matched = [s for s in services.values()
+               if _selects(monitor["spec"]["selector"]["matchLabels"], s["metadata"]["labels"])]
+    assert matched == [service], "the ServiceMonitor selects the metrics Service only"
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["port"] == port["name"]
+    assert endpoint["path"] == "/metrics"
+    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    assert "metrics-service.yaml" in kustomization["resources"]
+    assert OPT_IN_SERVICEMONITOR not in kustomization["resources"]
+    assert "CRD" in (K8S / OPT_IN_SERVICEMONITOR).read_text()
+
+
+def test_a_disruption_budget_covers_the_write_workers_without_blocking_drains():
+    (pdb,) = _kind("PodDisruptionBudget")
+    writes = _deployment("memory-worker-writes")
+    selector = pdb["spec"]["selector"]["matchLabels"]
+    assert selector == writes["spec"]["selector"]["matchLabels"]
+    assert _selects(selector, _template_labels(writes))
+    for workload in _workloads():
+        if workload["metadata"]["name"] != "memory-worker-writes":
+            assert not _selects(selector, _template_labels(workload)), workload["metadata"]
+    (scaled,) = _kind("ScaledObject")
+    fewest = scaled["spec"]["minReplicaCount"]
+    assert len({"minAvailable", "maxUnavailable"} & set(pdb["spec"])) == 1
+    if "maxUnavailable" in pdb["spec"]:
+        assert pdb["spec"]["maxUnavailable"] >= 1
+    else:  # a lone replica must stay evictable, or a drain of its node hangs
+        assert pdb["spec"]["minAvailable"] < fewest
+
+
+def test_the_migrate_job_goes_away_after_it_finishes_so_the_next_release_recreates_it():
+    (job,) = _kind("Job")
+    spec = job["spec"]
+    # Long enough for `kubectl wait` and a look at a failure's log; short enough that the
+    # next release's `kubectl apply` creates the Job anew (its pod template is immutable).
+    assert 60 <= spec["ttlSecondsAfterFinished"] <= 3600
+    assert 1 <= spec["backoffLimit"] <= 6
+    readme = (DEPLOY / "README.md").read_text()
+    assert "kubectl apply -k deploy/k8s -l app.kubernetes.io/component=migrate" in readme
+    assert "wait --for=condition=complete" in readme
+    assert job["metadata"]["labels"]["app.kubernetes.io/component"] == "migrate"
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+def test_kustomize_renders_the_manifests():
+    rendered = subprocess.run(["kubectl", "kustomize", str(K8S)], capture_output=True,
+                              text=True, timeout=60, check=True).stdout
+    kinds = [doc["kind"] for doc in yaml.safe_load_all(rendered) if doc]
+    assert "PodDisruptionBudget" in kinds and "ServiceMonitor" not in kinds
+    assert all(doc["metadata"].get("namespace") == "agent-memory"
+               for doc in yaml.safe_load_all(rendered) if doc and doc["kind"] != "Namespace")
 
 
 # --- the Flower launcher, the same in all three places, run for real ------------------------
@@ -464,7 +614,8 @@ def test_the_image_copies_everything_the_package_is_built_from():
         if instruction == "COPY" and not rest.startswith("--from"):
             copied |= {Path(source).as_posix().rstrip("/") for source in rest.split()[:-1]}
     setuptools = project["tool"]["setuptools"]
-    needed = {"pyproject.toml", project["project"]["readme"]}
+    needed = {"pyproject.toml", project["project"]["readme"], CONSTRAINTS.name}
+    needed |= set(project["project"].get("license-files", []))
     needed |= {f"{module}.py" for module in setuptools.get("py-modules", [])}
     needed |= {pattern.rstrip("*") for pattern in setuptools["packages"]["find"]["include"]}
     assert needed <= copied, needed - copied
@@ -474,10 +625,123 @@ def test_the_image_takes_torch_2_13_0_cpu_first_and_runs_offline():
     runs = [rest for instruction, rest in _dockerfile() if instruction == "RUN"]
     torch_at = next(i for i, r in enumerate(runs) if "torch==2.13.0" in r)
     assert "--index-url https://download.pytorch.org/whl/cpu" in runs[torch_at]
-    project_at = next(i for i, r in enumerate(runs) if re.search(r"pip install \.(\s|$)", r))
+    project_at = next(i for i, r in enumerate(runs) if _installs_the_project(r))
     assert torch_at < project_at, "torch must be installed before the project"
     envs = " ".join(rest for instruction, rest in _dockerfile() if instruction == "ENV")
     assert "HF_HUB_OFFLINE=1" in envs
+
+
+def test_the_base_image_is_an_exact_patch_tag_that_a_build_arg_overrides():
+    (image,) = [rest.split()[0] for instruction, rest in _dockerfile() if instruction == "FROM"]
+    args = _dockerfile_arg_defaults(before_from=True)
+    match = re.fullmatch(r"\$\{?(\w+)\}?", image)
+    assert match and match[1] in args, "FROM names a build ARG, so the pipeline can pin a digest"
+    default = args[match[1]]
+    assert re.fullmatch(r"python:3\.\d+\.\d+-slim-bookworm(@sha256:[0-9a-f]{64})?", default), (
+        default)
+    assert "@sha256:" in (DEPLOY / "Dockerfile").read_text(), "say how the digest gets pinned"
+
+
+def test_every_pip_install_in_the_image_uses_the_constraints():
+    installs = [cmd for run in _dockerfile_runs() for cmd in re.findall(r"pip install[^&;|]*", run)]
+    assert len(installs) >= 2
+    assert all("-c constraints.txt" in cmd for cmd in installs), installs
+    instructions = _dockerfile()
+    copied_at = next(i for i, (instruction, rest) in enumerate(instructions)
+                     if instruction == "COPY" and rest.split()[0] == CONSTRAINTS.name)
+    first_install = next(i for i, (instruction, rest) in enumerate(instructions)
+                         if instruction == "RUN" and "pip install" in rest)
+    assert copied_at < first_install
+
+
+def _run_with_fake_tools(run: str, tmp_path: Path, extras: str) -> list[str]:
+    """Run a RUN line with `pip` and `python` replaced by loggers; return what they got."""
+    log = tmp_path / "calls.log"
+    log.unlink(missing_ok=True)
+    for tool in ("pip", "python"):
+        fake = tmp_path / tool
+        fake.write_text(f'#!/bin/sh\necho "{tool} $*" >> "$CALLS"\n')
+        fake.chmod(0o755)
+    env = {"PATH": f"{tmp_path}{os.pathsep}/usr/bin{os.pathsep}/bin", "EXTRAS": extras,
+           "CALLS": str(log)}
+    subprocess.run(["sh", "-c", run], env=env, cwd=tmp_path, check=True, timeout=30,
+                   capture_output=True)
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_the_extras_build_arg_picks_what_the_image_installs(tmp_path):
+    project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
+    extras = _dockerfile_arg_defaults(before_from=False)["EXTRAS"]
+    assert extras == "local,flower"
+    assert set(extras.split(",")) <= set(project["project"]["optional-dependencies"])
+    runs = _dockerfile_runs()
+    torch_run = next(r for r in runs if "torch==2.13.0" in r)
+    project_run = next(r for r in runs if _installs_the_project(r))
+    for value, torch_wanted, target in (("local,flower", True, ".[local,flower]"),
+                                        ("all", True, ".[all]"),
+                                        ("flower", False, ".[flower]"),
+                                        ("", False, ".")):
+        calls = _run_with_fake_tools(torch_run, tmp_path, value)
+        assert bool(calls) is torch_wanted, (value, calls)
+        if torch_wanted:
+            (call,) = calls
+            assert "--index-url https://download.pytorch.org/whl/cpu" in call
+        calls = _run_with_fake_tools(project_run, tmp_path, value)
+        assert calls[0].split()[-1] == target, (value, calls)
+        Requirement("agent-memory-worker" + target[1:])  # pip would accept it
+        assert any("torch.cuda" in c for c in calls) is torch_wanted, (value, calls)
+    model_check = next(r for r in runs if "LocalEmbedder" in r)
+    assert model_check.startswith('case ",${EXTRAS}," in'), "the model check needs `local`"
+
+
+def test_the_image_smoke_checks_the_installed_cli_and_every_prompt():
+    runs = _dockerfile_runs()
+    (smoke,) = [r for r in runs if "memory-worker --version" in r]
+    assert runs.index(smoke) > next(i for i, r in enumerate(runs) if _installs_the_project(r))
+    # From outside the source tree (/opt/memory-worker), so the installed package is imported.
+    assert re.match(r"cd /(tmp)?\s*&&", smoke), smoke
+    prompts = sorted(p.name.removesuffix(".md")
+                     for p in (PROJECT_ROOT / "worker/manager/prompts").glob("*.md"))
+    assert prompts
+    for prompt in prompts:
+        assert f"'{prompt}'" in smoke, f"the smoke check does not load {prompt}"
+    # The same line, run here against this checkout's install (the cd / included).
+    env = {**os.environ,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["sh", "-c", smoke], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0.1.0" in done.stdout or "0.1.0" in done.stderr
+
+
+# --- constraints.txt ----------------------------------------------------------------------
+
+def test_constraints_pin_every_package_exactly_and_torch_is_2_13_0_cpu():
+    pins = _constraints()  # asserts every line is NAME==VERSION
+    assert len(pins) > 20
+    torch = Version(pins["torch"])
+    assert (torch.public, torch.local) == ("2.13.0", "cpu")
+    cuda = [name for name in pins if name.startswith("nvidia-") or name == "triton"]
+    assert not cuda, f"CUDA packages pinned: {cuda}"
+    project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
+    assert canonicalize_name(project["project"]["name"]) not in pins
+    header = CONSTRAINTS.read_text().split("\n\n")[0]
+    assert "pip freeze --exclude-editable" in header and "2.13.0" in header
+
+
+def test_constraints_pin_every_dependency_of_the_package_within_its_range():
+    project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
+    pins = _constraints()
+    requirements = [*project["dependencies"],
+                    *(r for group in project["optional-dependencies"].values() for r in group)]
+    for text in requirements:
+        requirement = Requirement(text)
+        name = canonicalize_name(requirement.name)
+        if name == canonicalize_name(project["name"]):
+            continue  # `all` and `dev` name the package's own extras
+        assert name in pins, f"{text}: not in constraints.txt (regenerate it)"
+        assert requirement.specifier.contains(Version(pins[name]), prereleases=True), (
+            f"constraints.txt pins {name}=={pins[name]}, outside {text}")
 
 
 # --- systemd ------------------------------------------------------------------------------
@@ -511,3 +775,41 @@ def test_systemd_units_parse_and_run_memory_worker():
         else:
             assert path == ["beat"]
     assert len(heartbeats) == 3, "each process has its own heartbeat file"
+
+
+# --- shutdown -----------------------------------------------------------------------------
+
+def _setting_default(field: str, fallback: float) -> float:
+    info = Settings.model_fields.get(field)
+    return float(info.default) if info is not None else fallback
+
+
+def _stop_budget(config: dict[str, str] | None = None) -> float:
+    """The longest a stopping worker may rightly take: the soft shutdown window plus the hard
+    time limit of a write (the settings' defaults unless `config` sets them)."""
+    config = config or {}
+    soft = float(config.get("MEMORY_SOFT_SHUTDOWN_TIMEOUT_S",
+                            _setting_default("soft_shutdown_timeout_s", 60.0)))
+    limit = float(config.get("MEMORY_WRITE_TIME_LIMIT_S",
+                             _setting_default("write_time_limit_s", 45.0)))
+    return soft + limit
+
+
+MARGIN_S = 30  # for the pool, connections and the heartbeat to close after the last task
+
+
+def test_workers_get_comfortably_longer_to_stop_than_a_shutdown_can_take():
+    (config,) = _kind("ConfigMap")
+    budget = _stop_budget(config["data"])
+    visibility = float(config["data"]["MEMORY_VISIBILITY_TIMEOUT_S"])
+    for name in WORKER_DEPLOYMENTS:
+        grace = _pod_spec(_deployment(name))["terminationGracePeriodSeconds"]
+        assert grace >= budget + MARGIN_S, (name, grace, budget)
+        # A message a stopping worker still holds must not be redelivered while it runs.
+        assert grace < visibility, (name, grace, visibility)
+    for unit in ("memory-worker-writes.service", "memory-worker-manager.service"):
+        service = _unit(unit)["Service"]
+        assert service["KillMode"] == "mixed" and service["KillSignal"] == "SIGTERM"
+        assert int(service["TimeoutStopSec"]) >= _stop_budget() + MARGIN_S, unit
+    grace = _compose()["x-app"]["stop_grace_period"]
+    assert re.fullmatch(r"\d+s", grace) and int(grace[:-1]) >= _stop_budget() + MARGIN_S
