@@ -44,9 +44,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_connection_retry_on_startup": True,
         "redis_socket_connect_timeout": settings.redis_connect_timeout_s,
         # Shutdown: a warm shutdown (SIGTERM) lets running writes finish (they are bounded by
-        # the write time limit); a cold one first waits `soft_shutdown_timeout_s`, then puts
-        # what the worker holds back on the queue at once (also when idle) rather than after
-        # the visibility timeout.
+        # the write time limit); a cold one (SIGQUIT) first waits `soft_shutdown_timeout_s`,
+        # then puts what the worker holds back on the queue at once (also when idle) rather
+        # than after the visibility timeout.
         "worker_soft_shutdown_timeout": settings.soft_shutdown_timeout_s,
         "worker_enable_soft_shutdown_on_idle": True,
         # A lost broker connection cancels running tasks, which acks_late then redelivers

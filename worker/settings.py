@@ -181,7 +181,8 @@ class Settings(BaseSettings):
     broker_restore_interval_s: int = Field(default=10, ge=1)
     write_soft_time_limit_s: int = Field(default=30, ge=1)
     write_time_limit_s: int = Field(default=45, ge=1)
-    # On a cold shutdown (a second SIGTERM, SIGQUIT) the worker first gives in-flight tasks
+    # On a cold shutdown (SIGQUIT; SIGTERM is a warm one that waits for running writes, which
+    # the write time limit bounds) the worker first gives in-flight tasks
     # this long to finish, then returns what it holds to the queue instead of leaving it to
     # the visibility timeout. Above the write time limit, so a running write always finishes.
     soft_shutdown_timeout_s: float = Field(default=60.0, ge=0)

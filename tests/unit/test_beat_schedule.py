@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from celery import Celery
 from freezegun import freeze_time
 
 from beat_schedule import CYCLE_PERIOD_S, FLUSH_PERIOD_S, beat_schedule
@@ -28,6 +29,7 @@ def schedule(monkeypatch):
 ])
 def test_the_cycle_is_due_on_the_quarter_hours(schedule, last_run, now, due, next_in_s):
     cron = schedule["memory-manager-cycle"]["schedule"]
+    cron.app = Celery(set_as_current=False)  # UTC, like ours; no broker or settings needed
     hour, minute = map(int, last_run.split(":"))
     with freeze_time(now):
         is_due, next_s = cron.is_due(datetime(2026, 6, 1, hour, minute, tzinfo=UTC))
