@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from worker.settings import PROJECT_ROOT
+from tests.helpers import PROJECT_ROOT
 
 # Small timeouts so crash and gap tests finish quickly; set before any settings are read.
 TEST_ENV = {

@@ -18,8 +18,9 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 
-from worker.settings import PROJECT_ROOT
 from worker.writes.apply import WaitForSequence, WriteDeps, WriteResult, apply_memory_write
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the source checkout
 
 
 def run_context(run_id: str, agent: str = "A", user: str | None = "U", company: str | None = "C",
@@ -206,7 +207,7 @@ def configure(db: Any, agent: str = "A", **changes: Any) -> None:
         configure_agent(conn, agent, changes)
 
 
-DATA = Path(__file__).parent / "data"  # the labeled sets every tier reads
+DATA = PROJECT_ROOT / "tests" / "data"  # the labeled sets every tier reads
 
 # Forty facts no two of which are duplicates, corrections or refinements of each other.
 DISTINCT_FACTS = [line.strip() for line in (DATA / "distinct_facts.txt").read_text(

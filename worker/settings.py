@@ -16,8 +16,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker.writes.admission.patterns import DEFAULT_REJECT_WRITE_PATTERNS
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the source checkout (tests, benchmarks)
-
 
 def default_data_dir() -> Path:
     """`./.memory-data` of the process's working directory (`MEMORY_DATA_DIR` overrides)."""

@@ -10,9 +10,8 @@ import time
 
 import pytest
 
-from tests.helpers import TaskEvents, notes, rows, run_context, wait_until
+from tests.helpers import PROJECT_ROOT, TaskEvents, notes, rows, run_context, wait_until
 from worker.client import enqueue_memory_writes, reserve_sequence_numbers
-from worker.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.usefixtures("celery_worker")
 

@@ -30,10 +30,10 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from tests.helpers import stop_process_group
+from tests.helpers import PROJECT_ROOT, stop_process_group
 from worker.cli import cli
 from worker.ops import health
-from worker.settings import PROJECT_ROOT, Settings
+from worker.settings import Settings
 
 DEPLOY = PROJECT_ROOT / "deploy"
 K8S = DEPLOY / "k8s"

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import stop_process_group, wait_until
+from tests.helpers import PROJECT_ROOT, stop_process_group, wait_until
 from worker.client import enqueue_memory_writes
-from worker.settings import PROJECT_ROOT
 
 SECRET = "User hides the spare key under the blue flowerpot"
 

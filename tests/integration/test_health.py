@@ -17,9 +17,9 @@ import pytest
 import redis
 from sqlalchemy.engine import make_url
 
-from tests.helpers import WorkerProcess, wait_until
+from tests.helpers import PROJECT_ROOT, WorkerProcess, wait_until
 from worker.ops import health
-from worker.settings import PROJECT_ROOT, Settings
+from worker.settings import Settings
 
 CLI = str(Path(sys.executable).parent / "memory-worker")
 UNREACHABLE_DB = "postgresql://memory:s3cret-pw@127.0.0.1:1/memory"

@@ -9,7 +9,7 @@ import textwrap
 
 from celery.result import AsyncResult
 
-from worker.settings import PROJECT_ROOT
+from tests.helpers import PROJECT_ROOT
 
 
 def _client(code: str) -> str:

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Services, _database_url, _recreate_database
+from tests.helpers import PROJECT_ROOT
 from tests.openai_stub import OpenAIStub
-from worker.settings import PROJECT_ROOT
 
 PROMPTS = sorted((PROJECT_ROOT / "worker" / "manager" / "prompts").glob("*.md"))
 CONSTRAINTS = PROJECT_ROOT / "constraints.txt"

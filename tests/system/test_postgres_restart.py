@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import DISTINCT_FACTS, rows, wait_until
+from tests.helpers import DISTINCT_FACTS, PROJECT_ROOT, rows, wait_until
 from tests.system.conftest import send
-from worker.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.skipif(bool(os.environ.get("TEST_DATABASE_ADMIN_URL")),
                                 reason="restarts the embedded test server only")

