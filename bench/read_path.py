@@ -134,8 +134,13 @@ def load(database_url: str, rows: Iterable[tuple], fingerprint: str) -> None:
             "COPY notes (id, agent_id, user_id, company_id, type, note, content_hash, status, "
             "embedding, embedding_model) FROM STDIN"
         ) as copy:
-            for row in rows:
+            started = time.monotonic()
+            for count, row in enumerate(rows, 1):
                 copy.write_row(row)
+                if count % 100_000 == 0:  # a 1M load takes minutes: say how far it got
+                    print(f"  loaded {count:,} notes ({time.monotonic() - started:.0f} s)",
+                          file=sys.stderr, flush=True)
+        print("  settling (VACUUM ANALYZE, CHECKPOINT)", file=sys.stderr, flush=True)
         conn.execute("CREATE TABLE IF NOT EXISTS bench_corpus (fingerprint text NOT NULL)")
         conn.execute("DELETE FROM bench_corpus")
         conn.execute("INSERT INTO bench_corpus VALUES (%s)", [fingerprint])

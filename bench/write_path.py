@@ -163,6 +163,7 @@ def wait_for_commits(database_url: str, total: int, started: float, *,
                      limit_s: float) -> list[tuple[Any, ...]]:
     """Wait until `total` writes are in the write log; then (run_id, seq, commit epoch,
     duration_ms) of each."""
+    said = time.time()
     while True:
         with psycopg.connect(database_url) as conn:
             done = conn.execute("SELECT count(*) FROM write_log").fetchone()[0]
@@ -170,6 +171,10 @@ def wait_for_commits(database_url: str, total: int, started: float, *,
             break
         if time.time() - started > limit_s:
             raise RuntimeError(f"only {done}/{total} writes committed")
+        if time.time() - said >= 5:  # a loaded run takes minutes: say how far it got
+            said = time.time()
+            print(f"  {done}/{total} writes committed ({said - started:.0f} s)",
+                  file=sys.stderr, flush=True)
         time.sleep(0.05)
     with psycopg.connect(database_url) as conn:
         return conn.execute("SELECT run_id, seq, extract(epoch FROM applied_at), duration_ms "
