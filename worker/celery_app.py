@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from typing import Any
 
 from celery import Celery, Task, signals
+from celery.exceptions import CPendingDeprecationWarning
 from kombu import Exchange, Queue
 
 from worker.app import task_names
@@ -49,9 +51,12 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # than after the visibility timeout.
         "worker_soft_shutdown_timeout": settings.soft_shutdown_timeout_s,
         "worker_enable_soft_shutdown_on_idle": True,
-        # A lost broker connection cancels running tasks, which acks_late then redelivers
-        # (Celery's default from 6.0; without it Celery warns at start).
-        "worker_cancel_long_running_tasks_on_connection_loss": True,
+        # A lost broker connection does NOT cancel running writes (decided, not defaulted:
+        # Celery 6 flips the default). A write's outcome lives in Postgres: it finishes
+        # through a Redis outage, saves its chain's continuation there (worker/app/
+        # continuations.py), and a redelivery is answered from the write log. Cancelling would
+        # abort work at every broker blip and push it behind the visibility timeout.
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
         "task_serializer": "json",
         "result_serializer": "json",
         "accept_content": ["json"],
@@ -108,6 +113,11 @@ class MemoryTask(Task):
     # Flower and `celery inspect` see argument summaries, never memory text.
     Request = "worker.app.masking:MaskedRequest"
 
+
+# Celery warns on every connection loss that it does not cancel running tasks; that is our
+# choice (above), so the warning would only bury the real connection-loss log line.
+warnings.filterwarnings("ignore", message=r"\s*In Celery 5\.1 we introduced an optional breaking",
+                        category=CPendingDeprecationWarning)
 
 app = Celery("memory", task_cls=MemoryTask, amqp="worker.app.masking:MaskingAMQP",
              include=["worker.app.tasks"])
