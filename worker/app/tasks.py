@@ -186,6 +186,40 @@ def memory_manager_cycle(force: Any = False, maintenance: Any = False, *extra: A
     return report.as_dict()
 
 
+# Acknowledged late: an erasure whose worker died is delivered again, and running it again
+# is harmless (the fence only moves forward; what is gone is not found twice).
+@app.task(name=task_names.FORGET, acks_late=True)
+def memory_forget(subject: Any = None, requested_by: Any = None, dry_run: Any = False,
+                  *extra: Any, **unexpected: Any) -> dict[str, Any]:
+    """Erase a subject (`{"kind": "user"|"company"|"agent"|"conversation", "subject_id": …,
+    "within_agent"?, "within_company"?}`, the last two narrowing a user): counts per table
+    and the audit record's id. `dry_run`: only count. The keys are not the usual `user_id`
+    / `agent_id` on purpose: the masking allow-list shows those in Flower and logs, and an
+    erasure request must not put the ids it erases there."""
+    from worker.erasure import SubjectError, forget, parse_subject
+
+    surplus = _surplus_arguments(task_names.FORGET, "(subject, requested_by, dry_run)", extra,
+                                 unexpected)
+    if surplus:
+        return surplus
+    if not isinstance(subject, dict):
+        return {"ok": False, "error": "subject must be an object with kind and subject_id"}
+    if dry_run is not True and (not isinstance(requested_by, str) or not requested_by.strip()
+                                or len(requested_by) > 200):
+        return {"ok": False, "error": "requested_by must name who asked (1-200 characters)"}
+    try:
+        parsed = parse_subject(subject.get("kind"), subject.get("subject_id"),
+                               subject.get("within_agent"), subject.get("within_company"))
+    except SubjectError as exc:
+        return {"ok": False, "error": str(exc)}
+    runtime = get_runtime()
+    settings = runtime.settings
+    report = forget(runtime.db, parsed, requested_by=str(requested_by or "dry-run"),
+                    dry_run=dry_run is True, redis_url=settings.require_redis_url(),
+                    embedding_model=settings.embedding_model)
+    return report.as_dict()
+
+
 # --- memory candidates (SPEC 5; worker/writes/candidates.py) ---------------------------------
 # On the write queue: a promotion is a write of the candidate's run and takes its lock.
 
