@@ -15,6 +15,7 @@ from worker.app import task_names
 from worker.app.continuations import flush_continuations, publish_continuation, take_over_chain
 from worker.app.poison import take_refusal
 from worker.celery_app import MemoryTask, app
+from worker.erasure.redis_keys import forget_run_counter
 from worker.manager.conversations import record_conversation
 from worker.manager.cycle import run_manager_cycle
 from worker.reads.context import build_context
@@ -94,6 +95,10 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
         )
     if isinstance(outcome, WaitForSequence):
         raise self.retry(countdown=_sequence_wait_countdown(self.request.retries))
+    if outcome.disposition == Disposition.REJECTED_ERASED and isinstance(run, dict):
+        # A run with no row when its subject was erased still has its counter, whose key
+        # names the run; the erasure could not find it, its first refused write can.
+        forget_run_counter(deps.settings.redis_url, run.get("run_id"))
     continuation = take_over_chain(self.request)
     if continuation:
         publish_continuation(continuation, parent_id=self.request.id,

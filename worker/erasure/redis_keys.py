@@ -66,6 +66,18 @@ def names_subject(value: Any, subject: Subject, run_ids: frozenset[str]) -> bool
     return False
 
 
+def forget_run_counter(redis_url: str | None, run_id: Any) -> None:
+    """Delete a refused run's sequence counter (best effort: it expires anyway)."""
+    if not redis_url or not isinstance(run_id, str | int) or isinstance(run_id, bool):
+        return
+    try:
+        client = redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=2)
+        client.delete(SEQ_KEY_PREFIX + str(run_id))
+        client.close()
+    except redis.RedisError:
+        pass
+
+
 class RedisEraser:
     def __init__(self, client: redis.Redis, embedding_model: str | None = None) -> None:
         self.client = client
