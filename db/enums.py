@@ -62,6 +62,8 @@ class Disposition(StrEnum):
     BLOCKED = "blocked"
     CANDIDATE = "candidate"
     ERROR = "error"
+    # The run began before its subject was erased (worker/erasure/fence.py).
+    REJECTED_ERASED = "rejected-erased"
 
 
 class InjectionStrategy(StrEnum):

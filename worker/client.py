@@ -135,3 +135,25 @@ def build_memory_context(agent_id: str, user_id: str | None = None,
         raise ValueError(request.reason)
     return build_context(get_runtime().context_deps(), request, input_text,
                          include_policy=include_policy, run_id=run_id)
+
+
+def forget_subject(kind: str, subject_id: str, *, requested_by: str,
+                   agent_id: str | None = None, company_id: str | None = None,
+                   dry_run: bool = False, timeout: float | None = 600.0,
+                   wait: bool = True) -> dict[str, Any] | AsyncResult:
+    """Erase everything held about a subject (`memory.forget`, on the manager queue): a user
+    (optionally narrowed to `agent_id` and/or `company_id`), a company, an agent or a
+    conversation. Returns the report (counts per table, the audit record's id), or the
+    AsyncResult with `wait=False`. `dry_run`: count only, change nothing."""
+    from worker.app import task_names
+    from worker.celery_app import app
+
+    subject: dict[str, Any] = {"kind": kind, "subject_id": subject_id}
+    if agent_id is not None:
+        subject["within_agent"] = agent_id
+    if company_id is not None:
+        subject["within_company"] = company_id
+    result = app.send_task(task_names.FORGET, args=[subject, requested_by, dry_run])
+    if not wait:
+        return result
+    return dict(result.get(timeout=timeout))

@@ -7,10 +7,17 @@ compares their catalogs, so neither can drift from the other.
 Modules: `base` (the metadata, scope columns and key, timestamps) · `memory` (agents, notes,
 examples, pending access counts) · `runs` (runs, write log, candidates, trace events,
 principals, dead letters, chain continuations) · `conversations` (conversations, messages,
-tombstones) · `manager` (cycles, note events, judge memos).
+tombstones) · `manager` (cycles, note events, judge memos) · `erasure` (erasure fences and
+the erasure audit record).
 """
 
-from db.models import conversations, manager, memory, runs  # noqa: F401  (registers the tables)
+from db.models import (  # noqa: F401  (registers the tables)
+    conversations,
+    erasure,
+    manager,
+    memory,
+    runs,
+)
 from db.models.base import metadata
 
 __all__ = ["metadata"]

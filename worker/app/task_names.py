@@ -12,9 +12,11 @@ CANDIDATE_REJECT = "memory.candidate.reject"
 CANDIDATE_LIST = "memory.candidate.list"
 CONTINUATIONS_FLUSH = "memory.continuations.flush"
 MANAGER_CYCLE = "memory.manager.cycle"
+FORGET = "memory.forget"
 
 # Served by the write workers (reads too: they hold the model and the pools).
 WRITE_QUEUE_TASKS = (WRITE, CONTEXT, AGENT_CONFIGURE, CONVERSATION_RECORD, CANDIDATE_PROMOTE,
                      CANDIDATE_REJECT, CANDIDATE_LIST, CONTINUATIONS_FLUSH)
-# Served by the manager worker.
-MANAGER_QUEUE_TASKS = (MANAGER_CYCLE,)
+# Served by the manager worker. An erasure too: it is long, bounded-batch work like a
+# cycle's, and must not hold up the write workers' queue.
+MANAGER_QUEUE_TASKS = (MANAGER_CYCLE, FORGET)

@@ -15,6 +15,7 @@ from worker.app import task_names
 from worker.app.continuations import flush_continuations, publish_continuation, take_over_chain
 from worker.app.poison import take_refusal
 from worker.celery_app import MemoryTask, app
+from worker.erasure.redis_keys import forget_run_counter
 from worker.manager.conversations import record_conversation
 from worker.manager.cycle import run_manager_cycle
 from worker.reads.context import build_context
@@ -94,6 +95,10 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
         )
     if isinstance(outcome, WaitForSequence):
         raise self.retry(countdown=_sequence_wait_countdown(self.request.retries))
+    if outcome.disposition == Disposition.REJECTED_ERASED and isinstance(run, dict):
+        # A run with no row when its subject was erased still has its counter, whose key
+        # names the run; the erasure could not find it, its first refused write can.
+        forget_run_counter(deps.settings.redis_url, run.get("run_id"))
     continuation = take_over_chain(self.request)
     if continuation:
         publish_continuation(continuation, parent_id=self.request.id,
@@ -183,6 +188,40 @@ def memory_manager_cycle(force: Any = False, maintenance: Any = False, *extra: A
         runtime.db, runtime.settings, runtime.embedder_or_none(), now=runtime.clock(),
         force=force is True, force_maintenance=maintenance is True,
         task_id=memory_manager_cycle.request.id)
+    return report.as_dict()
+
+
+# Acknowledged late: an erasure whose worker died is delivered again, and running it again
+# is harmless (the fence only moves forward; what is gone is not found twice).
+@app.task(name=task_names.FORGET, acks_late=True)
+def memory_forget(subject: Any = None, requested_by: Any = None, dry_run: Any = False,
+                  *extra: Any, **unexpected: Any) -> dict[str, Any]:
+    """Erase a subject (`{"kind": "user"|"company"|"agent"|"conversation", "subject_id": …,
+    "within_agent"?, "within_company"?}`, the last two narrowing a user): counts per table
+    and the audit record's id. `dry_run`: only count. The keys are not the usual `user_id`
+    / `agent_id` on purpose: the masking allow-list shows those in Flower and logs, and an
+    erasure request must not put the ids it erases there."""
+    from worker.erasure import SubjectError, forget, parse_subject
+
+    surplus = _surplus_arguments(task_names.FORGET, "(subject, requested_by, dry_run)", extra,
+                                 unexpected)
+    if surplus:
+        return surplus
+    if not isinstance(subject, dict):
+        return {"ok": False, "error": "subject must be an object with kind and subject_id"}
+    if dry_run is not True and (not isinstance(requested_by, str) or not requested_by.strip()
+                                or len(requested_by) > 200):
+        return {"ok": False, "error": "requested_by must name who asked (1-200 characters)"}
+    try:
+        parsed = parse_subject(subject.get("kind"), subject.get("subject_id"),
+                               subject.get("within_agent"), subject.get("within_company"))
+    except SubjectError as exc:
+        return {"ok": False, "error": str(exc)}
+    runtime = get_runtime()
+    settings = runtime.settings
+    report = forget(runtime.db, parsed, requested_by=str(requested_by or "dry-run"),
+                    dry_run=dry_run is True, redis_url=settings.require_redis_url(),
+                    embedding_model=settings.embedding_model)
     return report.as_dict()
 
 

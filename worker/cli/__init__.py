@@ -2,7 +2,8 @@
 
 One module per command group, named after it: `run` (migrate, up, worker, beat, demo),
 `agent`, `memory` (context, write, explain, stats), `notes`, `cycle`, `candidates`,
-`dead_letters`, `health`; `output` holds what they share. This module only assembles them.
+`dead_letters`, `health`, `forget` (forget, erasures); `output` holds what they share.
+This module only assembles them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from worker.cli import memory, run
+from worker.cli import forget, memory, run
 from worker.cli.agent import agent_cli
 from worker.cli.candidates import candidates_cli
 from worker.cli.cycle import cycle_cli
@@ -30,7 +31,7 @@ cli = typer.Typer(
     pretty_exceptions_enable=False,
 )
 for command in (run.migrate, run.up, run.worker, run.beat, run.demo, memory.context,
-                memory.explain, memory.stats, memory.write):
+                memory.explain, memory.stats, memory.write, forget.forget, forget.erasures):
     cli.command()(command)
 for group, name in ((agent_cli, "agent"), (health_cli, "health"), (cycle_cli, "cycle"),
                     (dead_letters_cli, "dead-letters"), (notes_cli, "notes"),

@@ -19,6 +19,7 @@ from db.connector import Database
 from db.enums import MESSAGE_ROLES
 from db.queries.conversations import set_last_message_seq, upsert_conversation, upsert_message
 from db.scope import NoteScope
+from worker.erasure.fence import ERASED_CONVERSATION_REASON, conversation_fence
 from worker.writes.payloads import (
     Invalid,
     parse_identifier,
@@ -117,6 +118,14 @@ def record_conversation(db: Database, payload: Any, now: datetime) -> dict[str, 
                 "error": f"messages must be a list of at most {MAX_MESSAGES} messages"}
     dispositions: list[dict[str, Any]] = []
     with db.transaction() as conn:
+        scope = conversation.scope
+        if conversation_fence(conn, conversation_id=conversation.conversation_id,
+                              agent_id=scope.agent_id, user_id=scope.user_id,
+                              company_id=scope.company_id, now=now) is not None:
+            # Queued or redelivered after an erasure of its subject: nothing lands, and the
+            # answer (kept in Redis) does not name the conversation.
+            return {"ok": False, "disposition": "rejected-erased",
+                    "error": ERASED_CONVERSATION_REASON}
         row = upsert_conversation(conn, conversation_id=conversation.conversation_id,
                                   scope=conversation.scope,
                                   agent_run_id=conversation.agent_run_id,

@@ -41,6 +41,7 @@ from db.queries.runs import (
 )
 from worker.agents import config_from_row
 from worker.embeddings import Embedder, EmbeddingError
+from worker.erasure.fence import ERASED_REASON, write_fence
 from worker.ops import metrics
 from worker.settings import Settings
 from worker.writes.admission import TraceEvent, TraceEventName, log_trace, resolve_policy
@@ -292,6 +293,9 @@ def _apply_sequenced(
 ) -> WriteResult | WaitForSequence:
     now = deps.clock()
     lock_run(conn, run.run_id)
+    # Before the replay check: a replay of an erased run would hand back its recorded scope.
+    if _erased(conn, run, seq, now):
+        return _refuse_erased(conn, seq, now, started)
     state = load_write_state(conn, run.run_id, seq, run.agent_id)
     logged = state.logged
     if logged is not None and logged["disposition"] != Disposition.ERROR:
@@ -398,6 +402,27 @@ def _record_event(conn: Connection, event: TraceEvent, run: RunContext, seq: int
                    "note_id": event.note_id, "detail": event.detail})
 
 
+def _erased(conn: Connection, run: RunContext, seq: int, now: datetime) -> bool:
+    return write_fence(conn, run_id=run.run_id, agent_id=run.agent_id, user_id=run.user_id,
+                       company_id=run.company_id, conversation_id=run.conversation_id,
+                       seq=seq, now=now) is not None
+
+
+def _refuse_erased(conn: Connection, seq: int, now: datetime, started: float) -> WriteResult:
+    """A write of a run begun before its subject was erased (worker/erasure/fence.py).
+
+    Nothing of it is kept: no runs row (it would hold the erased ids again and re-register
+    them as principals), no write_log row, and neither the trace step, the log line nor the
+    result (kept in Redis) names the run."""
+    duration_ms = (time.perf_counter() - started) * 1000
+    insert_trace(conn, event="memory_write_skip", now=now, run_id=None, seq=None,
+                 disposition=Disposition.REJECTED_ERASED, reason=ERASED_REASON,
+                 duration_ms=duration_ms, detail={"erased": True})
+    log.info("memory write refused: its run began before an erasure of its subject")
+    return WriteResult(Disposition.REJECTED_ERASED, ERASED_REASON, None, seq,
+                       duration_ms=duration_ms)
+
+
 def _replay(run_id: str, seq: int, logged: dict[str, Any]) -> WriteResult:
     return WriteResult(
         disposition=logged["disposition"],
@@ -443,6 +468,9 @@ def _record_error(
         with deps.db.transaction() as conn:
             now = deps.clock()
             lock_run(conn, run.run_id)
+            if _erased(conn, run, seq, now):  # recording would re-create the erased run
+                return WriteResult(Disposition.REJECTED_ERASED, ERASED_REASON, None, seq,
+                                   duration_ms=duration_ms)
             state = load_write_state(conn, run.run_id, seq, run.agent_id)
             if not state.run_exists:
                 insert_run(conn, run, run.identity_digest(), now)

@@ -1,0 +1,402 @@
+"""Forgetting on request (worker/erasure/): the subject's rows by table, deleted in bounded
+batches; provenance in kept rows that names the subject, cleared; fences and audit records.
+
+A subject is matched by a predicate per table, chosen from constants by the subject's kind
+(and, for a user, whether it is narrowed to an agent and/or company); values are always
+bound (`:sid`, `:s_agent`, `:s_company`). Batches select row ids with `FOR UPDATE` (never
+SKIP LOCKED: a row a write holds is waited for, not left behind) and `LIMIT :limit`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from sqlalchemy import Connection, TextClause, text
+
+# Writes take this lock shared (every write, under its run's lock); setting a fence takes it
+# exclusive. So once the fence commits, every write that did not see it has committed (its
+# rows are found by the batches that follow) and every later write sees it.
+_FENCE_LOCK_KEY = "hashtextextended('memory.erasure-fence', 0)"
+_LOCK_FENCE_SHARED = text(f"SELECT pg_advisory_xact_lock_shared({_FENCE_LOCK_KEY})")
+_LOCK_FENCE_EXCLUSIVE = text(f"SELECT pg_advisory_xact_lock({_FENCE_LOCK_KEY})")
+
+_FENCES = text("""
+SELECT subject_hash, erased_at, seq_floor FROM erasure_fences
+WHERE subject_hash = ANY(:hashes)
+""")
+
+_SET_FENCE = text("""
+INSERT INTO erasure_fences (subject_hash, erased_at, seq_floor)
+VALUES (:hash, now(), :seq_floor)
+ON CONFLICT (subject_hash) DO UPDATE
+SET erased_at = greatest(erasure_fences.erased_at, EXCLUDED.erased_at),
+    seq_floor = greatest(erasure_fences.seq_floor, EXCLUDED.seq_floor)
+RETURNING erased_at
+""")
+
+_RUN_BEGAN = text("SELECT created_at FROM runs WHERE run_id = :run_id")
+_CONVERSATION_BEGAN = text("SELECT created_at FROM conversations WHERE id = :id")
+
+
+def lock_fences_shared(conn: Connection) -> None:
+    conn.execute(_LOCK_FENCE_SHARED)
+
+
+def fences_for(conn: Connection, hashes: list[str]) -> list[dict[str, Any]]:
+    """The fences of these subject hashes. Call after `lock_fences_shared`, in a statement
+    of its own (READ COMMITTED takes the snapshot when a statement starts)."""
+    if not hashes:
+        return []
+    return [dict(r._mapping) for r in conn.execute(_FENCES, {"hashes": hashes})]
+
+
+def run_began_at(conn: Connection, run_id: str) -> datetime | None:
+    return conn.execute(_RUN_BEGAN, {"run_id": run_id}).scalar()
+
+
+def conversation_began_at(conn: Connection, conversation_id: str) -> datetime | None:
+    return conn.execute(_CONVERSATION_BEGAN, {"id": conversation_id}).scalar()
+
+
+def set_fence(conn: Connection, subject_hash: str, seq_floor: int) -> datetime:
+    """Set (or move forward) a subject's fence; waits for writes in flight to commit."""
+    conn.execute(_LOCK_FENCE_EXCLUSIVE)
+    return conn.execute(_SET_FENCE, {"hash": subject_hash, "seq_floor": seq_floor}).scalar_one()
+
+
+# --- predicates --------------------------------------------------------------------------------
+
+def _user(agent: bool, company: bool) -> str:
+    return ("user_id = :sid" + (" AND agent_id = :s_agent" if agent else "")
+            + (" AND company_id = :s_company" if company else ""))
+
+
+# What a predicate key is: ("user", narrowed to agent, narrowed to company) or (kind, F, F).
+PredKey = tuple[str, bool, bool]
+
+
+def _scoped(key: PredKey) -> str:
+    """Rows that carry the subject in their own scope columns (agent, user, company)."""
+    kind, agent, company = key
+    if kind == "user":
+        return _user(agent, company)
+    return {"company": "company_id = :sid", "agent": "agent_id = :sid",
+            "conversation": "false"}[kind]
+
+
+def _runs(key: PredKey) -> str:
+    if key[0] == "conversation":
+        return "conversation_id = :sid"
+    return _scoped(key)
+
+
+def _conversations(key: PredKey) -> str:
+    if key[0] == "conversation":
+        return "id = :sid"
+    return _scoped(key)
+
+
+def _subject_runs(key: PredKey) -> str:
+    return f"(SELECT run_id FROM runs WHERE {_runs(key)})"  # noqa: S608 - constants only
+
+
+def _subject_conversations(key: PredKey) -> str:
+    return f"(SELECT id FROM conversations WHERE {_conversations(key)})"  # noqa: S608
+
+
+def _notes(key: PredKey) -> str:
+    if key[0] == "conversation":
+        # Everything derived from the conversation: extracted from it, or written by its runs.
+        return (f"(source_conversation_id = :sid OR source_agent_run_id IN "
+                f"{_subject_runs(key)})")
+    return _scoped(key)
+
+
+def _examples(key: PredKey) -> str:
+    if key[0] == "conversation":
+        return "source_conversation_id = :sid"
+    return _scoped(key)
+
+
+def _candidates(key: PredKey) -> str:
+    own = "conversation_id = :sid" if key[0] == "conversation" else _scoped(key)
+    return f"({own} OR run_id IN {_subject_runs(key)})"
+
+
+def _trace(key: PredKey) -> str:
+    agent = " OR agent_id = :sid" if key[0] == "agent" else ""
+    return f"(run_id IN {_subject_runs(key)}{agent})"
+
+
+def _run_payload(key: PredKey) -> str:
+    """A chain step whose run payload (args[0]) is the subject's."""
+    kind, agent, company = key
+    if kind == "user":
+        cond = "s->'args'->0->>'user_id' = :sid"
+        cond += " AND s->'args'->0->>'agent_id' = :s_agent" if agent else ""
+        cond += " AND s->'args'->0->>'company_id' = :s_company" if company else ""
+    else:
+        field = {"company": "company_id", "agent": "agent_id",
+                 "conversation": "conversation_id"}[kind]
+        cond = f"s->'args'->0->>'{field}' = :sid"
+    return ("EXISTS (SELECT 1 FROM jsonb_array_elements(CASE jsonb_typeof(chain) WHEN 'array' "  # noqa: S608
+            f"THEN chain ELSE '[]'::jsonb END) s WHERE {cond})")
+
+
+# (table, id column, predicate builder): the rows deleted, in an order the foreign keys allow.
+# Notes and candidates get their own statements (they are referenced from kept rows).
+_PLAIN_TABLES: dict[str, tuple[str, Any]] = {
+    "trace_events": ("id", _trace),
+    "write_log": ("ctid", lambda k: f"run_id IN {_subject_runs(k)}"),
+    "examples": ("id", _examples),
+    "conversation_messages": ("id", lambda k: f"conversation_id IN {_subject_conversations(k)}"),
+    "chain_continuations": ("id", _run_payload),
+    # The raw message as received: matched on the id as a JSON string anywhere in it.
+    "dead_letters": ("id", lambda k: "strpos(body, :sid_json) > 0"),
+}
+
+
+@cache
+def _count_sql(table: str, key: PredKey) -> TextClause:
+    pred = {**{t: b for t, (_, b) in _PLAIN_TABLES.items()}, "runs": _runs,
+            "conversations": _conversations, "notes": _notes,
+            "memory_candidates": _candidates}[table](key)
+    return text(f"SELECT count(*) FROM {table} WHERE {pred}")  # noqa: S608 - constants
+
+
+ERASED_TABLES = ("trace_events", "write_log", "memory_candidates", "notes", "examples",
+                 "conversation_messages", "conversations", "runs", "chain_continuations",
+                 "dead_letters")
+
+
+def count_rows(conn: Connection, table: str, key: PredKey, params: dict[str, Any]) -> int:
+    return int(conn.execute(_count_sql(table, key), params).scalar_one())
+
+
+@cache
+def _delete_plain_sql(table: str, key: PredKey) -> TextClause:
+    id_col, builder = _PLAIN_TABLES[table]
+    returning = " RETURNING task_id" if table == "write_log" else ""
+    return text(f"""
+DELETE FROM {table} WHERE {id_col} = ANY(ARRAY(
+    SELECT {id_col} FROM {table} WHERE {builder(key)} LIMIT :limit FOR UPDATE)){returning}
+""")  # noqa: S608 - our own constants only
+
+
+def delete_batch(conn: Connection, table: str, key: PredKey,
+                 params: dict[str, Any]) -> list[Any]:
+    """One batch of a plain table's subject rows; returns one value per row deleted
+    (the write log's task ids, else None)."""
+    result = conn.execute(_delete_plain_sql(table, key), params)
+    if table == "write_log":
+        return [row.task_id for row in result]
+    return [None] * (result.rowcount or 0)
+
+
+# --- notes and candidates: referenced from rows that stay ----------------------------------
+
+@cache
+def _select_ids_sql(table: str, key: PredKey) -> TextClause:
+    pred = {"notes": _notes, "memory_candidates": _candidates, "runs": _runs,
+            "conversations": _conversations}[table](key)
+    id_col = "run_id" if table == "runs" else "id"
+    return text(f"SELECT {id_col} FROM {table} WHERE {pred} ORDER BY {id_col} "  # noqa: S608
+                "LIMIT :limit FOR UPDATE")
+
+
+def select_batch(conn: Connection, table: str, key: PredKey,
+                 params: dict[str, Any]) -> list[Any]:
+    return list(conn.execute(_select_ids_sql(table, key), params).scalars())
+
+
+_UNLINK_CANDIDATES = text("UPDATE write_log SET candidate_id = NULL WHERE candidate_id = ANY(:ids)")
+_DELETE_CANDIDATES = text("""
+DELETE FROM memory_candidates WHERE id = ANY(:ids) RETURNING user_id, company_id
+""")
+
+# Rows that stay and point at a note that goes: the pointer goes (a foreign key would refuse
+# the delete otherwise; a kept note's history loses the link, never its own state).
+_UNLINK_NOTES = (
+    text("UPDATE notes SET consolidated_into_note_id = NULL "
+         "WHERE consolidated_into_note_id = ANY(:ids) AND NOT id = ANY(:ids)"),
+    text("UPDATE notes SET superseded_by = NULL "
+         "WHERE superseded_by = ANY(:ids) AND NOT id = ANY(:ids)"),
+    text("UPDATE notes SET corrects_note_id = NULL "
+         "WHERE corrects_note_id = ANY(:ids) AND NOT id = ANY(:ids)"),
+    text("UPDATE write_log SET note_id = NULL WHERE note_id = ANY(:ids)"),
+    text("UPDATE memory_candidates SET note_id = NULL WHERE note_id = ANY(:ids)"),
+)
+_DELETE_NOTE_EVENTS = text("DELETE FROM note_events WHERE note_id = ANY(:ids)")
+_DELETE_ACCESS = text("DELETE FROM note_access_pending WHERE note_id = ANY(:ids)")
+_DELETE_NOTES = text("""
+DELETE FROM notes WHERE id = ANY(:ids) RETURNING user_id, company_id, note
+""")
+
+
+def delete_candidates(conn: Connection, ids: list[Any]) -> list[tuple[str | None, str | None]]:
+    conn.execute(_UNLINK_CANDIDATES, {"ids": ids})
+    return [(r.user_id, r.company_id) for r in conn.execute(_DELETE_CANDIDATES, {"ids": ids})]
+
+
+def delete_notes(conn: Connection, ids: list[Any]) -> tuple[int, int, list[Any]]:
+    """(note events deleted, pending access rows deleted, the notes' (user, company, text))."""
+    for statement in _UNLINK_NOTES:
+        conn.execute(statement, {"ids": ids})
+    events = conn.execute(_DELETE_NOTE_EVENTS, {"ids": ids}).rowcount or 0
+    access = conn.execute(_DELETE_ACCESS, {"ids": ids}).rowcount or 0
+    deleted = [(r.user_id, r.company_id, r.note) for r in conn.execute(_DELETE_NOTES, {"ids": ids})]
+    return events, access, deleted
+
+
+# --- provenance in kept rows that names the subject's runs or conversations ----------------
+
+@cache
+def _provenance_sql(key: PredKey) -> tuple[TextClause, ...]:
+    runs, convs = _subject_runs(key), _subject_conversations(key)
+
+    def batch(table: str, set_: str, where: str) -> TextClause:
+        id_col = "run_id" if table == "runs" else "id"
+        return text(f"UPDATE {table} SET {set_} WHERE {id_col} = ANY(ARRAY("  # noqa: S608
+                    f"SELECT {id_col} FROM {table} WHERE {where} LIMIT :limit FOR UPDATE))")
+
+    return (
+        batch("notes", "source_conversation_id = NULL, source_conversation_detail_id = NULL",
+              f"source_conversation_id IN {convs}"),
+        batch("notes", "source_agent_run_id = NULL, source_conversation_detail_id = NULL",
+              f"source_agent_run_id IN {runs}"),
+        batch("examples", "source_conversation_id = NULL", f"source_conversation_id IN {convs}"),
+        batch("conversation_messages", "agent_run_id = NULL", f"agent_run_id IN {runs}"),
+        batch("conversations", "agent_run_id = NULL", f"agent_run_id IN {runs}"),
+        batch("runs", "conversation_id = NULL, conversation_detail_id = NULL",
+              f"conversation_id IN {convs} AND run_id NOT IN {runs}"),
+        batch("memory_candidates", "conversation_id = NULL, conversation_detail_id = NULL",
+              f"conversation_id IN {convs}"),
+    )
+
+
+def clear_provenance_batch(conn: Connection, key: PredKey, params: dict[str, Any]) -> int:
+    """One batch of each kept-row provenance clearing; the number of rows changed."""
+    return sum(conn.execute(s, params).rowcount or 0 for s in _provenance_sql(key))
+
+
+# --- conversations and runs -------------------------------------------------------------------
+
+_DELETE_CONVERSATIONS = text("""
+DELETE FROM conversations WHERE id = ANY(:ids) RETURNING user_id, company_id
+""")
+# The delete trigger leaves a tombstone with the id in clear; provenance naming these
+# conversations was cleared above, so nothing needs the tombstone.
+_DELETE_TOMBSTONES = text("DELETE FROM conversation_tombstones WHERE conversation_id = ANY(:ids)")
+_DELETE_RUNS = text("DELETE FROM runs WHERE run_id = ANY(:ids) RETURNING user_id, company_id")
+
+
+def delete_conversations(conn: Connection, ids: list[str]) -> list[tuple[Any, Any]]:
+    deleted = [(r.user_id, r.company_id) for r in conn.execute(_DELETE_CONVERSATIONS,
+                                                                {"ids": ids})]
+    conn.execute(_DELETE_TOMBSTONES, {"ids": ids})
+    return deleted
+
+
+def delete_runs(conn: Connection, ids: list[str]) -> list[tuple[Any, Any]]:
+    return [(r.user_id, r.company_id) for r in conn.execute(_DELETE_RUNS, {"ids": ids})]
+
+
+_DELETE_AGENT = text("DELETE FROM agents WHERE agent_id = :sid")
+
+
+def delete_agent_row(conn: Connection, agent_id: str) -> int:
+    return conn.execute(_DELETE_AGENT, {"sid": agent_id}).rowcount or 0
+
+
+_COUNT_AGENT = text("SELECT count(*) FROM agents WHERE agent_id = :sid")
+
+
+def count_agent_row(conn: Connection, agent_id: str) -> int:
+    return int(conn.execute(_COUNT_AGENT, {"sid": agent_id}).scalar_one())
+
+
+# A principal stays while any row still holds that id (a narrowed erasure, another agent).
+_DELETE_ORPHAN_PRINCIPALS = text("""
+DELETE FROM principals p
+WHERE p.kind = :kind AND p.folded_id = ANY(:folded)
+  AND NOT EXISTS (SELECT 1 FROM runs WHERE lower(CASE :kind WHEN 'user' THEN user_id
+                                                  ELSE company_id END) = p.folded_id)
+  AND NOT EXISTS (SELECT 1 FROM conversations WHERE lower(CASE :kind WHEN 'user' THEN user_id
+                                                  ELSE company_id END) = p.folded_id)
+  AND NOT EXISTS (SELECT 1 FROM notes WHERE lower(CASE :kind WHEN 'user' THEN user_id
+                                                  ELSE company_id END) = p.folded_id)
+""")
+
+
+def delete_orphan_principals(conn: Connection, kind: str, folded: list[str]) -> int:
+    if not folded:
+        return 0
+    return conn.execute(_DELETE_ORPHAN_PRINCIPALS, {"kind": kind, "folded": folded}).rowcount or 0
+
+
+_COUNT_PRINCIPALS = text("""
+SELECT count(*) FROM principals WHERE kind = :kind AND folded_id = ANY(:folded)
+""")
+
+
+def count_principals(conn: Connection, kind: str, folded: list[str]) -> int:
+    return int(conn.execute(_COUNT_PRINCIPALS, {"kind": kind, "folded": folded}).scalar_one())
+
+
+@cache
+def _run_ids_sql(key: PredKey) -> TextClause:
+    return text(f"SELECT run_id FROM runs WHERE {_runs(key)} ORDER BY run_id "  # noqa: S608
+                "LIMIT :limit OFFSET :offset")
+
+
+def subject_run_ids(conn: Connection, key: PredKey, params: dict[str, Any], *,
+                    limit: int, offset: int) -> list[str]:
+    """A page of the subject's run ids (the dry run's Redis counts)."""
+    return list(conn.execute(_run_ids_sql(key), {**params, "limit": limit,
+                                                 "offset": offset}).scalars())
+
+
+# --- judge memos derived from erased text ------------------------------------------------------
+
+_DELETE_MEMOS = text("DELETE FROM judge_memo WHERE kind = :kind AND key = ANY(:keys)")
+
+
+def delete_memos(conn: Connection, kind: str, keys: list[str]) -> int:
+    if not keys:
+        return 0
+    return conn.execute(_DELETE_MEMOS, {"kind": kind, "keys": keys}).rowcount or 0
+
+
+# --- the audit record -----------------------------------------------------------------------
+
+_START_AUDIT = text("""
+INSERT INTO erasures (subject_kind, subject_hash, requested_by, status, started_at)
+VALUES (:kind, :hash, :requested_by, 'running', now()) RETURNING id
+""")
+_FINISH_AUDIT = text("""
+UPDATE erasures SET status = :status, counts = CAST(:counts AS jsonb), error = :error,
+    finished_at = now()
+WHERE id = :id
+""")
+_LIST_AUDIT = text("""
+SELECT id, subject_kind, subject_hash, requested_by, status, counts, error, started_at,
+       finished_at
+FROM erasures ORDER BY id DESC LIMIT :limit
+""")
+
+
+def start_audit(conn: Connection, kind: str, subject_hash: str, requested_by: str) -> int:
+    return int(conn.execute(_START_AUDIT, {"kind": kind, "hash": subject_hash,
+                                           "requested_by": requested_by}).scalar_one())
+
+
+def finish_audit(conn: Connection, audit_id: int, status: str, counts_json: str,
+                 error: str | None) -> None:
+    conn.execute(_FINISH_AUDIT, {"id": audit_id, "status": status, "counts": counts_json,
+                                 "error": error})
+
+
+def list_audit(conn: Connection, limit: int) -> list[dict[str, Any]]:
+    return [dict(r._mapping) for r in conn.execute(_LIST_AUDIT, {"limit": limit})]

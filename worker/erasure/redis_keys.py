@@ -1,0 +1,152 @@
+"""The subject's keys in Redis (the broker and result backend).
+
+* `memory:run-seq:<run>`: the sequence counters of the subject's runs (the run id is in the
+  key itself).
+* `celery-task-meta-<task id>`: task results. A write's result names its run and scope; a
+  context's result is memory text. Write results are found by the task ids in the erased
+  write log; every other result (contexts, conversation records, candidates: their task ids
+  are recorded nowhere) by reading each result key once (SCAN, in pages) and deleting those
+  whose JSON names the subject in an id field (`user_id`, `company_id`, `agent_id`,
+  `conversation_id`) or one of its runs. Matching the fields, not the text: a result that
+  merely mentions the id inside a note is another subject's.
+* `memory:vec:<digest>`: vectors of the erased notes' texts shared between processes (they
+  expire within minutes anyway).
+
+Messages still queued are not touched: they are refused by the fence when delivered, and
+their refusals name nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from typing import Any
+
+import redis
+
+from worker.erasure.subject import Subject
+
+SEQ_KEY_PREFIX = "memory:run-seq:"  # as worker/client.py
+RESULT_KEY_PREFIX = "celery-task-meta-"
+VEC_KEY_PREFIX = "memory:vec:"
+_SCAN_PAGE = 500
+
+
+def _as_id(value: Any) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    return str(value) if isinstance(value, str | int) else None
+
+
+def names_subject(value: Any, subject: Subject, run_ids: frozenset[str]) -> bool:
+    """Whether a decoded result holds the subject's identity in an id field, anywhere."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+            continue
+        if not isinstance(item, dict):
+            continue
+        stack.extend(item.values())
+        if _as_id(item.get("run_id")) in run_ids:
+            return True
+        field = {"user": "user_id", "company": "company_id", "agent": "agent_id",
+                 "conversation": "conversation_id"}[subject.kind]
+        if _as_id(item.get(field)) != subject.id:
+            continue
+        if subject.agent_id is not None and "agent_id" in item \
+                and _as_id(item["agent_id"]) != subject.agent_id:
+            continue
+        if subject.company_id is not None and "company_id" in item \
+                and _as_id(item["company_id"]) != subject.company_id:
+            continue
+        return True
+    return False
+
+
+def forget_run_counter(redis_url: str | None, run_id: Any) -> None:
+    """Delete a refused run's sequence counter (best effort: it expires anyway)."""
+    if not redis_url or not isinstance(run_id, str | int) or isinstance(run_id, bool):
+        return
+    try:
+        client = redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=2)
+        client.delete(SEQ_KEY_PREFIX + str(run_id))
+        client.close()
+    except redis.RedisError:
+        pass
+
+
+class RedisEraser:
+    def __init__(self, client: redis.Redis, embedding_model: str | None = None) -> None:
+        self.client = client
+        self.embedding_model = embedding_model
+
+    @classmethod
+    def from_url(cls, url: str, embedding_model: str | None = None) -> RedisEraser:
+        return cls(redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=10),
+                   embedding_model)
+
+    def clock_us(self) -> int:
+        """The Redis clock, which the reservation script dates seqs with."""
+        seconds, micros = self.client.time()
+        return int(seconds) * 1_000_000 + int(micros)
+
+    def _result_keys(self, subject: Subject, run_ids: frozenset[str]) -> list[bytes]:
+        found: list[bytes] = []
+        for keys in self._pages(RESULT_KEY_PREFIX + "*"):
+            for key, raw in zip(keys, self.client.mget(keys), strict=True):
+                if raw is None:
+                    continue
+                try:
+                    decoded = json.loads(raw)
+                except ValueError:
+                    continue
+                if names_subject(decoded, subject, run_ids):
+                    found.append(key)
+        return found
+
+    def _pages(self, pattern: str) -> Any:
+        page: list[bytes] = []
+        for key in self.client.scan_iter(match=pattern, count=_SCAN_PAGE):
+            page.append(key)
+            if len(page) >= _SCAN_PAGE:
+                yield page
+                page = []
+        if page:
+            yield page
+
+    def _existing(self, keys: list[str]) -> int:
+        total = 0
+        for start in range(0, len(keys), _SCAN_PAGE):
+            total += int(self.client.exists(*keys[start:start + _SCAN_PAGE]) or 0)
+        return total
+
+    def plan(self, subject: Subject, run_ids: list[str]) -> dict[str, int]:
+        runs = frozenset(run_ids)
+        return {"redis_seq_counters": self._existing([SEQ_KEY_PREFIX + r for r in run_ids]),
+                "redis_task_results": len(self._result_keys(subject, runs))}
+
+    def erase(self, subject: Subject, run_ids: list[str], task_ids: list[str],
+              note_texts: list[str]) -> dict[str, int]:
+        counts: Counter[str] = Counter()
+        keys = [SEQ_KEY_PREFIX + r for r in run_ids]
+        counts["redis_seq_counters"] += self._delete(keys)
+        results = [RESULT_KEY_PREFIX + t for t in task_ids]
+        counts["redis_task_results"] += self._delete(results)
+        scanned = self._result_keys(subject, frozenset(run_ids))
+        counts["redis_task_results"] += self._delete(scanned)
+        if self.embedding_model:
+            vectors = [VEC_KEY_PREFIX + hashlib.sha256(
+                f"{self.embedding_model}\x1f{t}".encode()).hexdigest()[:40] for t in note_texts]
+            counts["redis_vectors"] += self._delete(vectors)
+        return dict(counts)
+
+    def _delete(self, keys: list[Any]) -> int:
+        total = 0
+        for start in range(0, len(keys), _SCAN_PAGE):
+            chunk = keys[start:start + _SCAN_PAGE]
+            if chunk:
+                total += int(self.client.delete(*chunk) or 0)
+        return total
