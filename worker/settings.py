@@ -222,6 +222,10 @@ class Settings(BaseSettings):
     soft_shutdown_timeout_s: float = Field(default=60.0, ge=0)
     write_max_retries: int = Field(default=8, ge=0)
     result_expires_s: int = Field(default=86400, ge=60)
+    # A `memory.context` result is the memory itself (note text). Its caller waits for it
+    # and reads it within seconds (the Python client reads Postgres directly and never
+    # leaves one), so it is kept this long instead of `result_expires_s`.
+    context_result_expires_s: int = Field(default=300, ge=1)
 
     # --- operations --------------------------------------------------------------------
     flower_address: str = "127.0.0.1"

@@ -16,6 +16,7 @@ def test_retention_defaults(monkeypatch):
             s.retired_note_content_retention_days) == (7, 30, 90, 30, 30, 30)
     assert (s.cycle_keep_last, s.retention_page_size, s.retention_rows_per_cycle) == (
         200, 1000, 200_000)
+    assert s.context_result_expires_s == 300 < s.result_expires_s
 
 
 def test_the_write_log_window_must_outlive_any_redelivery(monkeypatch):
