@@ -164,5 +164,7 @@ def _prepare_worker_process(**_: Any) -> None:
         logging.getLogger(__name__).exception("embedder failed to load; writes will fail open")
 
 
-# Metrics, structured task logs and the metrics endpoint, through Celery signals.
+# Context results (memory text) expire within minutes, not with every other result; metrics,
+# structured task logs and the metrics endpoint. All through Celery signals.
+import worker.app.results  # noqa: E402
 import worker.app.telemetry  # noqa: E402,F401

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker.writes.admission.patterns import DEFAULT_REJECT_WRITE_PATTERNS
@@ -168,6 +168,42 @@ class Settings(BaseSettings):
     decay_archive_below: float = Field(default=0.5, ge=0, le=1)
     decay_access_boost_cap: float = Field(default=1.5, ge=1)
 
+    # --- retention (worker/manager/retention.py; a maintenance phase) -------------------
+    # Every window is in days; 0 keeps that data forever.
+    # A run and its write log exist for exactly-once: a redelivered write finds its row and
+    # gets the recorded result back. Once a run's log is gone, a redelivery of one of its
+    # writes is applied again, so the window must be far longer than any redelivery can
+    # take: the visibility timeout (10 min) and the gap timeout (30 s) are the normal case;
+    # 7 days also covers every write worker being down for most of a week, with unacked
+    # messages waiting in Redis. A run is pruned whole, only once its last write is older
+    # than this (and never while it holds a candidate awaiting promotion); decided
+    # candidates go with it.
+    write_log_retention_days: float = Field(default=7.0, ge=0)
+    # Trace steps are for debugging a run or a cycle after the fact: a month covers the
+    # incidents anyone still investigates.
+    trace_retention_days: float = Field(default=30.0, ge=0)
+    # Lineage: events of a note that is still injectable are kept whole (its history must
+    # stay explainable). A note retired for longer than this loses its events older than
+    # this, except its last one (why it is retired).
+    note_event_retention_days: float = Field(default=90.0, ge=0)
+    # Cycle rows older than this go, but the last `cycle_keep_last` always stay (~2 days of
+    # 15-minute cycles), as do the rows the next cycle reads (last maintenance, watermarks).
+    cycle_retention_days: float = Field(default=30.0, ge=0)
+    cycle_keep_last: int = Field(default=200, ge=1)
+    # Raw conversation text is needed until extraction has read it, plus as context for the
+    # turns after it (the judge sees up to 200 earlier turns). Messages not yet extracted
+    # are never deleted, whatever their age.
+    conversation_message_retention_days: float = Field(default=30.0, ge=0)
+    # An Archived or Revoked note keeps its row (lineage), but its text, content hash and
+    # vector are erased once it has been retired this long. A month leaves time to notice
+    # and undo a wrong archive by hand.
+    retired_note_content_retention_days: float = Field(default=30.0, ge=0)
+    # Rows one page deletes (or erases), in its own short transaction.
+    retention_page_size: int = Field(default=1000, ge=1)
+    # Rows one cycle may delete, erase or (note events) examine over all tables: a backlog
+    # (the first run on an old database) is worked off over several cycles, never in one.
+    retention_rows_per_cycle: int = Field(default=200_000, ge=1)
+
     # --- Celery topology (SPEC 8) ------------------------------------------------------
     write_queue: str = "memory.writes"
     manager_queue: str = "memory.manager"
@@ -186,6 +222,10 @@ class Settings(BaseSettings):
     soft_shutdown_timeout_s: float = Field(default=60.0, ge=0)
     write_max_retries: int = Field(default=8, ge=0)
     result_expires_s: int = Field(default=86400, ge=60)
+    # A `memory.context` result is the memory itself (note text). Its caller waits for it
+    # and reads it within seconds (the Python client reads Postgres directly and never
+    # leaves one), so it is kept this long instead of `result_expires_s`.
+    context_result_expires_s: int = Field(default=300, ge=1)
 
     # --- operations --------------------------------------------------------------------
     flower_address: str = "127.0.0.1"
@@ -202,6 +242,19 @@ class Settings(BaseSettings):
     # <data_dir>/health/<role>.heartbeat (role `beat` or `worker-<queues>`), so the processes
     # sharing a data dir never share a file; a probe reads it without touching the broker.
     heartbeat_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _write_log_outlives_redeliveries(self) -> Settings:
+        # Pruning a run's write log ends exactly-once for its writes: a shorter window would
+        # let an ordinary redelivery apply a write twice.
+        window_s = self.write_log_retention_days * 86400
+        floor_s = max(86400, 10 * (self.visibility_timeout_s + self.seq_gap_timeout_s))
+        if 0 < window_s < floor_s:
+            raise ValueError(
+                "MEMORY_WRITE_LOG_RETENTION_DAYS must be 0 (keep forever) or at least "
+                f"{floor_s / 86400:g} days: at least a day, and ten times the visibility "
+                "timeout plus the sequence gap timeout, so no redelivery outlives the log")
+        return self
 
     def require_database_url(self) -> str:
         if not self.database_url:

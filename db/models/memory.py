@@ -15,6 +15,7 @@ from sqlalchemy import (
     SmallInteger,
     Table,
     Text,
+    func,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
@@ -31,6 +32,7 @@ from db.enums import (
 )
 from db.models.base import NOTE_STATUSES, metadata, scope_columns, scope_key_column, ts
 from db.queries.lattice import LATTICE_REST_SQL, VECTOR_INDEXED_SQL
+from db.queries.retention import RETIRED_SQL
 
 agents = Table(
     "agents",
@@ -67,8 +69,9 @@ notes = Table(
     *scope_columns(),
     scope_key_column(),
     Column("type", Text, nullable=False),
-    Column("note", Text, nullable=False),
-    Column("content_hash", Text, nullable=False),
+    # NULL only once retention erased a retired note's content (content_erased_at; 0013).
+    Column("note", Text),
+    Column("content_hash", Text),
     Column("status", Text, nullable=False),
     Column("author_type", Text, nullable=False, server_default=text("'MemoryManager'")),
     Column("protection_tier", Text, nullable=False, server_default=text("'Standard'")),
@@ -101,6 +104,7 @@ notes = Table(
     ts("valid_to"),
     ts("created_at", defaultNOW=True, nullable=False),
     ts("updated_at", defaultNOW=True, nullable=False),
+    ts("content_erased_at"),
     CheckConstraint("jsonb_typeof(secondary_scopes) = 'object'"),
     CheckConstraint(f"type IN ({sql_in(tuple(NoteType))})"),
     CheckConstraint("length(note) > 0"),
@@ -114,6 +118,14 @@ notes = Table(
     CheckConstraint("(embedding IS NULL) = (embedding_model IS NULL)"),
     CheckConstraint("valid_to IS NULL OR valid_to >= valid_from"),
     CheckConstraint("retention BETWEEN 0 AND 1"),
+    # Text until erased, and only a retired note is ever erased: an erased note can never be
+    # made injectable again.
+    CheckConstraint(
+        "(content_erased_at IS NULL AND note IS NOT NULL AND content_hash IS NOT NULL)"
+        " OR (content_erased_at IS NOT NULL AND note IS NULL AND content_hash IS NULL"
+        f" AND embedding IS NULL AND {RETIRED_SQL})",
+        name="notes_content_erased_check",
+    ),
 )
 Index(
     "notes_scope_content_idx",
@@ -158,6 +170,13 @@ Index(
     "notes_corrects_idx",
     notes.c.corrects_note_id,
     postgresql_where=text("corrects_note_id IS NOT NULL"),
+)
+# Retired notes whose content retention has yet to erase, oldest retirement first (0013).
+Index(
+    "notes_erasable_idx",
+    func.coalesce(notes.c.valid_to, notes.c.updated_at),
+    notes.c.id,
+    postgresql_where=text(f"{RETIRED_SQL} AND content_erased_at IS NULL"),
 )
 Index(
     "notes_source_run_idx",

@@ -50,6 +50,8 @@ runs = Table(
     CheckConstraint("persisted_count >= 0"),
     CheckConstraint("admitted_count >= 0"),
 )
+# Runs by age for retention (0013); created_at never changes, so writes keep HOT updates.
+Index("runs_created_idx", runs.c.created_at, runs.c.run_id)
 
 write_log = Table(
     "write_log",
@@ -153,6 +155,7 @@ Index(
     postgresql_where=text("run_id IS NOT NULL"),
 )
 Index("trace_events_event_idx", trace_events.c.event, trace_events.c.created_at)
+Index("trace_events_created_idx", trace_events.c.created_at, trace_events.c.id)
 
 principals = Table(
     "principals",

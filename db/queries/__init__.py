@@ -16,7 +16,8 @@ several tables), with the pieces every path shares beside them:
   later)
 - Memory Manager: `manager` (cycle lock and rows, watermarks, note history) · `hardening`
   · `consolidation` · `maintenance` (importance, decay, expiry, pruning pages) ·
-  `conversations` (ingestion, extraction's reads, examples)
+  `retention` (deleting old rows, erasing retired notes' content) · `conversations`
+  (ingestion, extraction's reads, examples)
 - operations: `inspect` (notes for the CLI) · `stats` · `dead_letters` · `continuations`
 - shared: `agents` (configuration rows) · `lattice` (scope columns, visible rows) ·
   `vectors` (numpy <-> pgvector)

@@ -16,7 +16,7 @@ _COLUMNS = """id, agent_id, user_id, company_id, primary_scope_entity, primary_s
     source_conversation_id, source_conversation_detail_id, source_agent_run_id,
     derived_from_note_ids, consolidated_into_note_id, consolidation_count, superseded_by,
     corrects_note_id, review_flag, retention, valid_from, valid_to, created_at, updated_at,
-    hardened_at"""
+    hardened_at, content_erased_at"""
 # Accesses recorded since the last cycle's fold count too: operators see current numbers.
 _PENDING = ("LEFT JOIN LATERAL (SELECT p.hits, p.last_accessed_at FROM note_access_pending p "
             "WHERE p.note_id = notes.id) AS pending ON true")

@@ -43,7 +43,7 @@ def test_a_cycle_records_every_phase_with_times_counts_and_no_error(runtime, ser
     assert row["status"] == "succeeded" and row["maintenance"] and row["finished_at"]
     names = [p["phase"] for p in row["phases"]]
     assert names == ["access", "hardening", "extraction", "importance", "consolidation",
-                     "contradictions", "stale_references", "decay", "ttl"]
+                     "contradictions", "stale_references", "decay", "ttl", "retention"]
     for phase in row["phases"]:
         assert phase["error"] is None
         assert phase["started_at"] <= phase["finished_at"]

@@ -49,9 +49,11 @@ def notes_list(
     table = Table("id", "created", "status", "author", "type", "agent", "user", "company",
                   "note")
     for n in found:
+        # A retired note's text is erased by retention after its window (content_erased_at).
+        shown = n["note"][:80] if n["note"] is not None else "(erased by retention)"
         table.add_row(str(n["id"])[:8], n["created_at"].isoformat(timespec="minutes"),
                       n["status"], n["author_type"], n["type"], n["agent_id"] or "",
-                      n["user_id"] or "", n["company_id"] or "", n["note"][:80])
+                      n["user_id"] or "", n["company_id"] or "", shown)
     console.print(table)
 
 

@@ -50,6 +50,7 @@ from worker.manager.maintenance import (
     score_importance,
 )
 from worker.manager.model_judge import PROMPT_VERSION, ModelJudge
+from worker.manager.retention import enforce_retention
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,8 @@ MAINTENANCE: list[tuple[str, Phase]] = [
     ("stale_references", prune_stale_references),
     ("decay", decay_unused_notes),
     ("ttl", prune_expired_notes),
+    # Last: what the phases above retired today is erased only a window later anyway.
+    ("retention", enforce_retention),
 ]
 
 # Errors worth one more attempt of the phase: the phase continues where it stopped.
