@@ -19,7 +19,9 @@ SECRET = "s3cret-pw"
 # Every command an operator reaches for first; each touches Postgres, Redis or both.
 COMMANDS = [["migrate"], ["stats"], ["write", "A", "User prefers tea.", "--user", "U"],
             ["context", "A", "what does the user drink?", "--user", "U"], ["notes", "list"],
-            ["cycle", "list"]]
+            ["cycle", "list"], ["cycle", "run"], ["candidates", "list"], ["explain", "A", "tea"],
+            ["agent", "show", "A"], ["dead-letters", "list"], ["erasures"],
+            ["forget", "user", "u-1", "--dry-run"]]
 
 
 def _free_port() -> int:
@@ -74,7 +76,7 @@ def _assert_one_line(done: subprocess.CompletedProcess[str], took: float, expect
     assert done.stderr.startswith(f"memory-worker: {expected}"), done.stderr
 
 
-@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: a[0] if a[0] != "notes" else "notes-list")
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: "-".join(a[:2]))
 def test_stopped_services_are_named_in_one_line(args, tmp_path):
     port = _free_port()  # nothing listens: a server that is stopped
     env = {"DATABASE_URL": f"postgresql://postgres:{SECRET}@127.0.0.1:{port}/memory",
@@ -85,7 +87,7 @@ def test_stopped_services_are_named_in_one_line(args, tmp_path):
     assert "***" in done.stderr
 
 
-@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: a[0] if a[0] != "notes" else "notes-list")
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: "-".join(a[:2]))
 def test_a_server_that_never_answers_times_out_in_one_line(args, tmp_path, silent_port):
     env = {"DATABASE_URL": f"postgresql://postgres:{SECRET}@127.0.0.1:{silent_port}/memory",
            "REDIS_URL": f"redis://127.0.0.1:{silent_port}/0",
@@ -95,7 +97,7 @@ def test_a_server_that_never_answers_times_out_in_one_line(args, tmp_path, silen
     _assert_one_line(done, took, expected)
 
 
-@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: a[0] if a[0] != "notes" else "notes-list")
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: "-".join(a[:2]))
 def test_no_urls_configured_is_said_in_one_line(args, tmp_path):
     done, took = _cli(args, {}, tmp_path)
     _assert_one_line(done, took, "")

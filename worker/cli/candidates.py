@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from worker.cli.output import JsonOption, console, dump
+from worker.cli.output import JsonOption, console, database_reachable, dump
 
 candidates_cli = typer.Typer(
     help="Internal memory (reflection, self-learning, delegation, tools) held as candidates: "
@@ -54,6 +54,7 @@ def candidates_list(
     from worker.runtime import get_runtime
     from worker.writes.candidates import list_candidates
 
+    database_reachable()  # before write_deps loads the embedding model
     found = list_candidates(get_runtime().write_deps(), agent_id=agent, run_id=run,
                             status=None if status == "all" else status, limit=limit)
     if as_json:
@@ -79,6 +80,7 @@ def _decide(task_name: str, decide: Callable[..., Any], candidate_id: str, *, ac
     from worker.runtime import get_runtime
     from worker.writes.candidates import CandidateError
 
+    database_reachable()
     try:
         decided: dict[str, Any] = decide(get_runtime().write_deps(), candidate_id, actor=actor,
                                          **options).as_dict()

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from worker.cli.output import console, dump
+from worker.cli.output import console, database_reachable, dump
 
 cycle_cli = typer.Typer(help="Run or list Memory Manager cycles.", no_args_is_help=True)
 
@@ -38,6 +38,7 @@ def cycle_run(
 
         from worker.manager.cycle import EVERY_CYCLE, MAINTENANCE, run_manager_cycle
 
+        database_reachable()  # before the judge's model loads
         runtime = get_runtime()
         phases = len(EVERY_CYCLE) + len(MAINTENANCE)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
