@@ -70,6 +70,22 @@ def _fences(conn: Connection, hashes: list[str]) -> list[Fence]:
             for f in fences_for(conn, hashes)]
 
 
+def _refusing(fences: list[Fence], began: datetime | None, now: datetime,
+              seq: int | None) -> Fence | None:
+    """The first fence that what began at `began` (or, with no row yet, was enqueued with
+    `seq`; a conversation record has none) must yield to."""
+    for fence in fences:
+        if began is not None:
+            if began <= fence.erased_at:
+                return fence
+        elif seq is not None and seq >= CLOCK_SEQ_MIN:
+            if seq <= fence.seq_floor:
+                return fence
+        elif now - fence.erased_at < UNDATED_WINDOW:
+            return fence
+    return None
+
+
 def write_fence(conn: Connection, *, run_id: str, agent_id: str, user_id: str | None,
                 company_id: str | None, conversation_id: str | None, seq: int,
                 now: datetime) -> Fence | None:
@@ -77,17 +93,7 @@ def write_fence(conn: Connection, *, run_id: str, agent_id: str, user_id: str | 
     fences = _fences(conn, fence_hashes(agent_id, user_id, company_id, conversation_id))
     if not fences:
         return None
-    began = run_began_at(conn, run_id)
-    for fence in fences:
-        if began is not None:
-            if began <= fence.erased_at:
-                return fence
-        elif seq >= CLOCK_SEQ_MIN:
-            if seq <= fence.seq_floor:
-                return fence
-        elif now - fence.erased_at < UNDATED_WINDOW:
-            return fence
-    return None
+    return _refusing(fences, run_began_at(conn, run_id), now, seq)
 
 
 def conversation_fence(conn: Connection, *, conversation_id: str, agent_id: str | None,
@@ -97,11 +103,4 @@ def conversation_fence(conn: Connection, *, conversation_id: str, agent_id: str 
     fences = _fences(conn, fence_hashes(agent_id, user_id, company_id, conversation_id))
     if not fences:
         return None
-    began = conversation_began_at(conn, conversation_id)
-    for fence in fences:
-        if began is not None:
-            if began <= fence.erased_at:
-                return fence
-        elif now - fence.erased_at < UNDATED_WINDOW:
-            return fence
-    return None
+    return _refusing(fences, conversation_began_at(conn, conversation_id), now, seq=None)
