@@ -64,6 +64,9 @@ class Disposition(StrEnum):
     ERROR = "error"
     # The run began before its subject was erased (worker/erasure/fence.py).
     REJECTED_ERASED = "rejected-erased"
+    # A run's forget request (worker/erasure/fact.py): notes revoked, or none matched.
+    FORGOTTEN = "forgotten"
+    NOTHING_TO_FORGET = "nothing-to-forget"
 
 
 class InjectionStrategy(StrEnum):

@@ -115,6 +115,33 @@ def enqueue_memory_writes(run: dict[str, Any], writes: Sequence[dict[str, Any]],
     return EnqueuedWrites(run_id, seqs, task_ids)
 
 
+def forget_fact(run: dict[str, Any], *, about: str | None = None,
+                note_ids: Sequence[str] = (), requested_by: str = "user",
+                settings: Settings | None = None, wait: bool = True,
+                timeout: float = 30.0) -> dict[str, Any] | AsyncResult:
+    """The run's user asked to forget something: revoke the matching notes of that user, in
+    the run's order (after the writes this run enqueued before). `about` says what ("my home
+    address"); `note_ids` name notes from the memory context (the surest way). Returns the
+    result: `disposition` `forgotten` with `forgotten` (each note's id, type and text) or
+    `nothing-to-forget`, and `reason`; or the AsyncResult with `wait=False`."""
+    from worker.app.tasks import memory_forget_fact
+
+    run_id = run.get("run_id") if isinstance(run, dict) else None
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise ValueError("run['run_id'] must be a non-empty string")
+    request: dict[str, Any] = {"requested_by": requested_by}
+    if about is not None:
+        request["about"] = about
+    if note_ids:
+        request["note_ids"] = list(note_ids)
+    reserved = reserve_sequence_numbers(run_id, 1, settings)
+    result = memory_forget_fact.apply_async(args=[run, request, reserved.seqs[0],
+                                                  reserved.prev])
+    if not wait:
+        return result
+    return dict(result.get(timeout=timeout))
+
+
 def build_memory_context(agent_id: str, user_id: str | None = None,
                          company_id: str | None = None, scopes: dict[str, Any] | None = None,
                          input_text: str | None = None, *, shared_only: bool = False,

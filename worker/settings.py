@@ -168,6 +168,12 @@ class Settings(BaseSettings):
     decay_archive_below: float = Field(default=0.5, ge=0, le=1)
     decay_access_boost_cap: float = Field(default=1.5, ge=1)
 
+    # --- forgetting one fact on request (worker/erasure/fact.py) ------------------------
+    # A run's forget request (`about`) matches a note of its user holding every content word
+    # of it, or this close in meaning (MiniLM: "my home address" → "home address is 4 Rue de
+    # Lyon" 0.53, → "phone number is 555-0142" 0.41; ids from the context are surer).
+    forget_match_similarity: float = Field(default=0.45, gt=0, le=1)
+
     # --- retention (worker/manager/retention.py; a maintenance phase) -------------------
     # Every window is in days; 0 keeps that data forever.
     # A run and its write log exist for exactly-once: a redelivered write finds its row and

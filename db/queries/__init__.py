@@ -18,6 +18,8 @@ several tables), with the pieces every path shares beside them:
   · `consolidation` · `maintenance` (importance, decay, expiry, pruning pages) ·
   `retention` (deleting old rows, erasing retired notes' content) · `conversations`
   (ingestion, extraction's reads, examples)
+- forgetting on request: `erasure` (a subject's rows, fences, the audit log) · `forget` (a
+  run forgets one fact of its user)
 - operations: `inspect` (notes for the CLI) · `stats` · `dead_letters` · `continuations`
 - shared: `agents` (configuration rows) · `lattice` (scope columns, visible rows) ·
   `vectors` (numpy <-> pgvector)

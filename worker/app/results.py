@@ -19,7 +19,9 @@ from worker.app import task_names
 log = logging.getLogger(__name__)
 
 # Task name -> the setting that gives its result's expiry, in seconds.
-SHORT_LIVED_RESULTS = {task_names.CONTEXT: "context_result_expires_s"}
+# A forget request's result names the forgotten notes with their text.
+SHORT_LIVED_RESULTS = {task_names.CONTEXT: "context_result_expires_s",
+                       task_names.FORGET_FACT: "context_result_expires_s"}
 
 
 @signals.task_postrun.connect

@@ -106,6 +106,38 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
     return outcome.as_dict()
 
 
+# Like a write: ordered in its run, retried only to wait for its turn, redelivered if its
+# worker dies (the write log makes a second delivery a replay).
+@app.task(name=task_names.FORGET_FACT, bind=True, acks_late=True, reject_on_worker_lost=True,
+          max_retries=None, resultrepr_maxsize=1)
+def memory_forget_fact(self: MemoryTask, run: Any = None, request: Any = None, seq: Any = None,
+                       prev_seq: Any = None, *extra: Any, **unexpected: Any) -> dict[str, Any]:
+    """A run's user asked the agent to forget something: revoke the matching notes of that
+    user (`request`: `{"about"?, "note_ids"?, "requested_by"?}`), in the run's order. The
+    result names what was forgotten (`forgotten`), or says nothing matched."""
+    from worker.erasure.fact import forget_fact
+
+    malformed = take_refusal(unexpected, task_id=self.request.id,
+                             task_name=task_names.FORGET_FACT)
+    if malformed is None and (extra or unexpected):
+        malformed = "memory.forget.fact takes (run, request, seq, prev_seq)"
+    deps = get_runtime().write_deps()
+    try:
+        outcome = forget_fact(deps, run, request, seq, prev_payload=prev_seq,
+                              task_id=self.request.id, malformed=malformed)
+    except SoftTimeLimitExceeded:
+        log.error("memory.forget.fact hit its soft time limit")
+        outcome = WriteResult(
+            Disposition.ERROR,
+            "Not forgotten: the request timed out; nothing changed and it can be retried.",
+            run.get("run_id") if isinstance(run, dict) else None,
+            seq if isinstance(seq, int) else None,
+        )
+    if isinstance(outcome, WaitForSequence):
+        raise self.retry(countdown=_sequence_wait_countdown(self.request.retries))
+    return outcome.as_dict()
+
+
 @app.task(name=task_names.CONTINUATIONS_FLUSH, acks_late=False)
 def memory_continuations_flush(*extra: Any, **unexpected: Any) -> dict[str, Any]:
     """Publish again the chain continuations a broker outage left in Postgres (beat)."""

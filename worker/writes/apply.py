@@ -1,144 +1,54 @@
-"""Apply one memory write: parse, embed, then sequence and guard it in one transaction.
+"""Apply one memory write: parse, embed, then run the guard pipeline in the run's order.
 
-Ordering and exactly-once live here, in Postgres:
+The order, exactly-once and the erasure fence are `worker.writes.sequencing`'s; this module
+is what a write does once its turn comes: the guards (`worker.writes.pipeline`) decide a
+disposition, and the note change commits with the write's sequence record.
 
-* a transaction-scoped advisory lock per run serializes the run's writes across processes;
-* `write_log (run_id, seq)` is the idempotency record — a redelivered message finds its row
-  and gets the recorded result back, without touching anything;
-* `runs.applied_seq` orders the writes: a write applies only after the write before it in
-  its run (`prev_seq`, n-1 when absent); until then it returns `WaitForSequence` (the Celery
-  task retries it) until the gap timeout, after which the gap is declared, logged and skipped;
-* the note change, the log row, the applied sequence and the trace step commit together.
-
-This module is plain Python: the Celery task, the benchmark and the tests all call
-`apply_memory_write` directly.
+Plain Python: the Celery task, the benchmark and the tests all call `apply_memory_write`.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection
-from sqlalchemy import exc as sa_exc
 
-from db.connector import Database
 from db.enums import Disposition
-from db.queries.runs import (
-    WriteRecord,
-    insert_run,
-    insert_trace,
-    load_write_state,
-    lock_run,
-    record_write,
-    skip_gap,
-    start_gap_wait,
-)
+from db.queries.runs import WriteState
 from worker.agents import config_from_row
-from worker.embeddings import Embedder, EmbeddingError
-from worker.erasure.fence import ERASED_REASON, write_fence
-from worker.ops import metrics
-from worker.settings import Settings
-from worker.writes.admission import TraceEvent, TraceEventName, log_trace, resolve_policy
-from worker.writes.attempt import Embedding, Outcome, WriteAttempt, WritePolicy, embeddable_text
+from worker.embeddings import EmbeddingError
+from worker.writes.admission import TraceEventName, resolve_policy
+from worker.writes.attempt import Embedding, Outcome, WriteAttempt, embeddable_text
 from worker.writes.payloads import (
     NON_FINITE,
     Invalid,
     RunContext,
     WriteRequest,
     non_finite_number,
-    parse_prev_seq,
-    parse_run,
-    parse_seq,
     parse_write,
     payload_digest,
 )
 from worker.writes.pipeline import run_guards
+from worker.writes.sequencing import (
+    Clock,
+    Step,
+    WaitForSequence,
+    WriteDeps,
+    WriteResult,
+    apply_in_order,
+    parse_sequenced,
+    utc_now,
+)
+
+__all__ = ["PERSISTED", "Clock", "WaitForSequence", "WriteDeps", "WriteResult",
+           "apply_memory_write", "embed_text", "prefetch_embeddings", "utc_now"]
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
-
 PERSISTED = frozenset({Disposition.WRITTEN, Disposition.SUPERSEDED_OWN, Disposition.DEDUPED})
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    disposition: str
-    reason: str
-    run_id: str | None
-    seq: int | None
-    note_id: str | None = None
-    final_scope: dict[str, Any] | None = None
-    duration_ms: float = 0.0
-    replayed: bool = False
-    # Admission (SPEC 5): why a write was `blocked` / held as a `candidate`, and the
-    # candidate's id (for promotion later).
-    reason_code: str | None = None
-    candidate_id: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "disposition": self.disposition,
-            "note_id": self.note_id,
-            "reason": self.reason,
-            "final_scope": self.final_scope,
-            "duration_ms": round(self.duration_ms, 3),
-            "seq": self.seq,
-            "run_id": self.run_id,
-            "replayed": self.replayed,
-            "reason_code": self.reason_code,
-            "candidate_id": self.candidate_id,
-        }
-
-
-@dataclass(frozen=True)
-class WaitForSequence:
-    """Seq `seq` must wait for `missing_from`.. to be applied first."""
-
-    run_id: str
-    seq: int
-    missing_from: int
-
-
-@dataclass
-class WriteDeps:
-    db: Database
-    settings: Settings
-    embedder: Embedder | None
-    clock: Clock = field(default=utc_now)
-
-    @property
-    def write_policy(self) -> WritePolicy:
-        s = self.settings
-        return WritePolicy(
-            per_run_cap=s.per_run_cap,
-            max_note_length=s.max_note_length,
-            near_dup_shortlist=s.near_dup_shortlist,
-            correction_related_similarity=s.correction_related_similarity,
-            provisional_ttl=timedelta(days=s.provisional_ttl_days),
-        )
-
-
-TRANSIENT_DB_ERRORS: tuple[type[BaseException], ...] = (
-    sa_exc.OperationalError,
-    sa_exc.InterfaceError,
-    sa_exc.TimeoutError,
-)
-
-ERROR_REASON = (
-    "Not saved because of an infrastructure error ({error}); nothing was counted and the "
-    "write can be retried."
-)
 
 
 def _event_for(disposition: str) -> str:
@@ -190,35 +100,6 @@ def prefetch_embeddings(deps: WriteDeps, writes: list[Any]) -> None:
         log.debug("embedding prefetch failed", exc_info=True)
 
 
-def _unsequenced_rejection(
-    deps: WriteDeps, run_payload: Any, seq_payload: Any, reason: str, started: float
-) -> WriteResult:
-    """A write without a usable run id or seq cannot be ordered; answer and trace it."""
-    run_id = run_payload.get("run_id") if isinstance(run_payload, dict) else None
-    run_id = run_id if isinstance(run_id, str) and 0 < len(run_id) <= 200 else None
-    usable_seq = isinstance(seq_payload, int) and not isinstance(seq_payload, bool)
-    seq = seq_payload if usable_seq else None
-    result = WriteResult(
-        disposition=Disposition.REJECTED_INVALID,
-        reason=f"Not saved: {reason}.",
-        run_id=run_id,
-        seq=seq,
-        duration_ms=(time.perf_counter() - started) * 1000,
-    )
-    try:
-        with deps.db.transaction() as conn:
-            insert_trace(
-                conn, event="memory_write_skip", now=deps.clock(), run_id=run_id,
-                seq=seq if seq is not None and 0 < seq < 2**62 else None,
-                disposition=result.disposition, reason=result.reason,
-                duration_ms=result.duration_ms, detail={"unsequenced": True},
-            )
-    except Exception:
-        log.warning("could not trace a rejected write", exc_info=True)
-    log.info("memory write rejected before sequencing: %s", reason)
-    return result
-
-
 def apply_memory_write(
     deps: WriteDeps,
     run_payload: Any,
@@ -233,18 +114,10 @@ def apply_memory_write(
     is rejected, but still in its run's order. `prev_payload` is the seq of the write before
     it in its run (`prev_seq`; absent: seq - 1, as from a plain INCRBY counter)."""
     started = time.perf_counter()
-    run = parse_run(run_payload)
-    if not isinstance(run, Invalid) and non_finite_number(run_payload):
-        run = Invalid(NON_FINITE.format(where="run"))
-    if isinstance(run, Invalid):
-        return _unsequenced_rejection(deps, run_payload, seq_payload, run.reason, started)
-    seq = parse_seq(seq_payload)
-    if isinstance(seq, Invalid):
-        return _unsequenced_rejection(deps, run_payload, seq_payload, seq.reason, started)
-    parsed_prev = parse_prev_seq(prev_payload, seq)
-    if isinstance(parsed_prev, Invalid):
-        malformed = malformed or parsed_prev.reason
-    prev = parsed_prev if isinstance(parsed_prev, int) else seq - 1
+    placed = parse_sequenced(deps, run_payload, seq_payload, prev_payload, malformed, started)
+    if isinstance(placed, WriteResult):
+        return placed
+    run, seq, prev, malformed = placed.run, placed.seq, placed.prev, placed.malformed
     if malformed is None and non_finite_number(write_payload):
         malformed = NON_FINITE.format(where="write")
     request = Invalid(malformed) if malformed else parse_write(write_payload)
@@ -253,237 +126,49 @@ def apply_memory_write(
         _embed(deps, request) if isinstance(request, WriteRequest) else Embedding(None, None)
     )
 
-    attempts = max(1, deps.settings.write_max_retries)
-    for attempt_no in range(1, attempts + 1):
-        try:
-            traced: list[dict[str, Any]] = []
-            with deps.db.transaction() as conn:
-                result = _apply_sequenced(conn, deps, run, request, seq, prev, digest,
-                                          embedding, task_id, started, traced)
-            for fields in traced:  # logged once committed, so a rolled-back try logs nothing
-                log_trace(**fields)
-            return result
-        except TRANSIENT_DB_ERRORS as exc:
-            if attempt_no == attempts:
-                log.error("memory write %s/%s failed after %d attempts", run.run_id, seq,
-                          attempts, exc_info=True)
-                return _record_error(deps, run, seq, digest, task_id, started, exc)
-            delay = min(0.1 * 2 ** (attempt_no - 1), 5.0) * (0.5 + random.random())
-            log.warning("transient database error on %s/%s (%s); retrying in %.2fs",
-                        run.run_id, seq, type(exc).__name__, delay)
-            time.sleep(delay)
-        except Exception as exc:  # a persistence failure or a bug: answer `error`, never crash
-            log.error("memory write %s/%s failed", run.run_id, seq, exc_info=True)
-            return _record_error(deps, run, seq, digest, task_id, started, exc)
-    raise AssertionError("unreachable")
+    def guarded_write(conn: Connection, state: WriteState, now: datetime) -> Step:
+        return _guarded_write(conn, deps, run, request, seq, state, embedding, now)
+
+    return apply_in_order(deps, run, seq, prev, digest, guarded_write, task_id=task_id,
+                          started=started)
 
 
-def _apply_sequenced(
-    conn: Connection,
-    deps: WriteDeps,
-    run: RunContext,
-    request: WriteRequest | Invalid,
-    seq: int,
-    prev: int,
-    digest: str,
-    embedding: Embedding,
-    task_id: str | None,
-    started: float,
-    traced: list[dict[str, Any]],
-) -> WriteResult | WaitForSequence:
-    now = deps.clock()
-    lock_run(conn, run.run_id)
-    # Before the replay check: a replay of an erased run would hand back its recorded scope.
-    if _erased(conn, run, seq, now):
-        return _refuse_erased(conn, seq, now, started)
-    state = load_write_state(conn, run.run_id, seq, run.agent_id)
-    logged = state.logged
-    if logged is not None and logged["disposition"] != Disposition.ERROR:
-        if logged["payload_digest"] == digest:
-            return _replay(run.run_id, seq, logged)
-        return _sequence_collision(conn, run, seq, now, started)
-
-    detail: dict[str, Any] = {}
-    context_digest = run.identity_digest()
-    if not state.run_exists:
-        insert_run(conn, run, context_digest, now)
-    expected = state.applied_seq + 1
-    if prev > state.applied_seq:  # the write before it in its run is not applied yet
-        waiting_since = start_gap_wait(conn, run.run_id, now)
-        if now - waiting_since < timedelta(seconds=deps.settings.seq_gap_timeout_s):
-            return WaitForSequence(run.run_id, seq, expected)
-        skip_gap(conn, run.run_id, prev, now)
-        detail["gap_skipped"] = [expected, prev]
-        metrics.series().sequence_gaps.inc()
-        log.warning("run %s: sequence gap %d..%d declared after %.1fs; applying %d",
-                    run.run_id, expected, prev, (now - waiting_since).total_seconds(), seq)
-    elif seq < expected:
-        detail["applied_out_of_order"] = True  # late arrival after a declared gap, or a retry
-
-    admitted: WriteAttempt | None = None  # the attempt, once the guards ran
-    if state.run_exists and state.context_digest != context_digest:
-        outcome = Outcome(
-            Disposition.REJECTED_INVALID,
-            "Not saved: this write's run context (agent, user, company, tenant scope or "
-            "source) differs from the run's first write.",
-        )
-        final_scope = None
-    elif isinstance(request, Invalid):
-        outcome = Outcome(Disposition.REJECTED_INVALID, f"Not saved: {request.reason}.")
-        final_scope = None
-    else:
-        agent = config_from_row(run.agent_id, state.agent_row)
-        attempt = WriteAttempt(
-            conn=conn,
-            run=run,
-            request=request,
-            seq=seq,
-            agent=agent,
-            write_policy=deps.write_policy,
-            persisted_count=state.persisted_count,
-            embedding=embedding,
-            now=now,
-            memory_policy=resolve_policy(deps.settings, agent.memory_policy),
-            admitted_count=state.admitted_count,
-            embed=lambda text: embed_text(deps, text),
-        )
-        outcome = run_guards(attempt)
-        admitted = attempt
-        detail.update(outcome.detail)
-        detail.update(attempt.hook_detail)
-        final_scope = attempt.scope.as_dict() if attempt.scope is not None else None
-        if attempt.notices:
-            outcome = Outcome(outcome.disposition,
-                              f"{outcome.reason} Note: {'; '.join(attempt.notices)}.",
-                              outcome.note_id, outcome.persisted_increment)
-        if attempt.embedding.error:
-            detail["embedding_error"] = attempt.embedding.error
-
-    duration_ms = (time.perf_counter() - started) * 1000
-    event = _event_for(outcome.disposition)
-    through = admitted is not None and admitted.admitted
-    record_write(conn, WriteRecord(
-        run_id=run.run_id, seq=seq, agent_id=run.agent_id, payload_digest=digest,
-        disposition=outcome.disposition, note_id=outcome.note_id, reason=outcome.reason,
-        final_scope=final_scope, duration_ms=duration_ms, task_id=task_id,
-        event=event, detail=detail,
-        persisted_increment=outcome.persisted_increment,
-        reason_code=outcome.reason_code, candidate_id=outcome.candidate_id,
-        admission_fingerprint=admitted.fingerprint if through and admitted else None,
-        admitted_increment=1 if through else 0,
-    ), now)
-    traced.append({"event": event, "run_id": run.run_id, "seq": seq, "agent_id": run.agent_id,
-                   "disposition": outcome.disposition, "note_id": outcome.note_id,
-                   "candidate_id": outcome.candidate_id, "detail": detail,
-                   "duration_ms": round(duration_ms, 3)})
-    for extra in admitted.events if admitted is not None else ():
-        _record_event(conn, extra, run, seq, now, traced)
-    return WriteResult(
-        disposition=outcome.disposition,
-        reason=outcome.reason,
-        run_id=run.run_id,
+def _guarded_write(conn: Connection, deps: WriteDeps, run: RunContext,
+                   request: WriteRequest | Invalid, seq: int, state: WriteState,
+                   embedding: Embedding, now: datetime) -> Step:
+    """The guard pipeline's decision on one write, and the note change it made."""
+    if isinstance(request, Invalid):
+        return Step(Outcome(Disposition.REJECTED_INVALID, f"Not saved: {request.reason}."),
+                    TraceEventName.WRITE_SKIP)
+    agent = config_from_row(run.agent_id, state.agent_row)
+    attempt = WriteAttempt(
+        conn=conn,
+        run=run,
+        request=request,
         seq=seq,
-        note_id=str(outcome.note_id) if outcome.note_id else None,
-        final_scope=final_scope,
-        duration_ms=duration_ms,
-        reason_code=outcome.reason_code,
-        candidate_id=str(outcome.candidate_id) if outcome.candidate_id else None,
+        agent=agent,
+        write_policy=deps.write_policy,
+        persisted_count=state.persisted_count,
+        embedding=embedding,
+        now=now,
+        memory_policy=resolve_policy(deps.settings, agent.memory_policy),
+        admitted_count=state.admitted_count,
+        embed=lambda text: embed_text(deps, text),
     )
-
-
-def _record_event(conn: Connection, event: TraceEvent, run: RunContext, seq: int,
-                  now: datetime, traced: list[dict[str, Any]]) -> None:
-    """A trace step besides the write's own (a promotion decision), same transaction."""
-    insert_trace(conn, event=event.event, now=now, run_id=run.run_id, seq=seq,
-                 agent_id=run.agent_id, disposition=event.disposition,
-                 note_id=event.note_id, reason=event.reason, detail=event.detail)
-    traced.append({"event": event.event, "run_id": run.run_id, "seq": seq,
-                   "agent_id": run.agent_id, "disposition": event.disposition,
-                   "note_id": event.note_id, "detail": event.detail})
-
-
-def _erased(conn: Connection, run: RunContext, seq: int, now: datetime) -> bool:
-    return write_fence(conn, run_id=run.run_id, agent_id=run.agent_id, user_id=run.user_id,
-                       company_id=run.company_id, conversation_id=run.conversation_id,
-                       seq=seq, now=now) is not None
-
-
-def _refuse_erased(conn: Connection, seq: int, now: datetime, started: float) -> WriteResult:
-    """A write of a run begun before its subject was erased (worker/erasure/fence.py).
-
-    Nothing of it is kept: no runs row (it would hold the erased ids again and re-register
-    them as principals), no write_log row, and neither the trace step, the log line nor the
-    result (kept in Redis) names the run."""
-    duration_ms = (time.perf_counter() - started) * 1000
-    insert_trace(conn, event="memory_write_skip", now=now, run_id=None, seq=None,
-                 disposition=Disposition.REJECTED_ERASED, reason=ERASED_REASON,
-                 duration_ms=duration_ms, detail={"erased": True})
-    log.info("memory write refused: its run began before an erasure of its subject")
-    return WriteResult(Disposition.REJECTED_ERASED, ERASED_REASON, None, seq,
-                       duration_ms=duration_ms)
-
-
-def _replay(run_id: str, seq: int, logged: dict[str, Any]) -> WriteResult:
-    return WriteResult(
-        disposition=logged["disposition"],
-        reason=logged["reason"],
-        run_id=run_id,
-        seq=seq,
-        note_id=str(logged["note_id"]) if logged["note_id"] else None,
-        final_scope=logged["final_scope"],
-        duration_ms=float(logged["duration_ms"]),
-        replayed=True,
-        reason_code=logged.get("reason_code"),
-        candidate_id=str(logged["candidate_id"]) if logged.get("candidate_id") else None,
+    outcome = run_guards(attempt)
+    detail = {**outcome.detail, **attempt.hook_detail}
+    if attempt.notices:
+        outcome = Outcome(outcome.disposition,
+                          f"{outcome.reason} Note: {'; '.join(attempt.notices)}.",
+                          outcome.note_id, outcome.persisted_increment,
+                          outcome.reason_code, outcome.candidate_id)
+    if attempt.embedding.error:
+        detail["embedding_error"] = attempt.embedding.error
+    return Step(
+        outcome, _event_for(outcome.disposition),
+        final_scope=attempt.scope.as_dict() if attempt.scope is not None else None,
+        detail=detail,
+        admission_fingerprint=attempt.fingerprint if attempt.admitted else None,
+        admitted_increment=1 if attempt.admitted else 0,
+        events=tuple(attempt.events),
     )
-
-
-def _sequence_collision(
-    conn: Connection, run: RunContext, seq: int, now: datetime, started: float
-) -> WriteResult:
-    reason = (
-        f"Not saved: sequence number {seq} of this run was already used by a different "
-        "write. Enqueue it again to get a fresh sequence number."
-    )
-    duration_ms = (time.perf_counter() - started) * 1000
-    insert_trace(
-        conn, event="memory_write_skip", now=now, run_id=run.run_id, seq=seq,
-        agent_id=run.agent_id, disposition=Disposition.ERROR, reason=reason,
-        detail={"sequence_collision": True}, duration_ms=duration_ms,
-    )
-    log.error("run %s: sequence %d reused by a different payload", run.run_id, seq)
-    return WriteResult(Disposition.ERROR, reason, run.run_id, seq, duration_ms=duration_ms)
-
-
-def _record_error(
-    deps: WriteDeps, run: RunContext, seq: int, digest: str, task_id: str | None,
-    started: float, exc: BaseException,
-) -> WriteResult:
-    """Record an `error` outcome so later writes of the run are not held up behind it.
-
-    An `error` row is not final: a retry of the same (run, seq) is applied normally."""
-    reason = ERROR_REASON.format(error=type(exc).__name__)
-    duration_ms = (time.perf_counter() - started) * 1000
-    try:
-        with deps.db.transaction() as conn:
-            now = deps.clock()
-            lock_run(conn, run.run_id)
-            if _erased(conn, run, seq, now):  # recording would re-create the erased run
-                return WriteResult(Disposition.REJECTED_ERASED, ERASED_REASON, None, seq,
-                                   duration_ms=duration_ms)
-            state = load_write_state(conn, run.run_id, seq, run.agent_id)
-            if not state.run_exists:
-                insert_run(conn, run, run.identity_digest(), now)
-            unlogged = state.logged is None or state.logged["disposition"] == Disposition.ERROR
-            # Recording would advance the run's sequence; never do that past a missing write.
-            if unlogged and seq <= state.applied_seq + 1:
-                record_write(conn, WriteRecord(
-                    run_id=run.run_id, seq=seq, agent_id=run.agent_id, payload_digest=digest,
-                    disposition=Disposition.ERROR, note_id=None, reason=reason,
-                    final_scope=None, duration_ms=duration_ms, task_id=task_id,
-                    event="memory_write_skip", detail={"error": type(exc).__name__},
-                    persisted_increment=0,
-                ), now)
-    except Exception:
-        log.warning("could not record the error of %s/%s", run.run_id, seq, exc_info=True)
-    return WriteResult(Disposition.ERROR, reason, run.run_id, seq, duration_ms=duration_ms)

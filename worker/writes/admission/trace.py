@@ -24,6 +24,7 @@ class TraceEventName(StrEnum):
     PROMOTION_REWRITTEN = "memory_promotion_rewritten"
     PROMOTION_REJECTED = "memory_promotion_rejected"
     PROMOTION_BLOCKED = "memory_promotion_blocked"
+    FORGET = "memory_forget"
 
 
 @dataclass(frozen=True)
