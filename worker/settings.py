@@ -204,6 +204,10 @@ class Settings(BaseSettings):
     # vector are erased once it has been retired this long. A month leaves time to notice
     # and undo a wrong archive by hand.
     retired_note_content_retention_days: float = Field(default=30.0, ge=0)
+    # Judge memos (a cache of the judge's pair and cluster decisions) and dead letters (raw
+    # messages moved aside for an operator, memory text included).
+    judge_memo_retention_days: float = Field(default=90.0, ge=0)
+    dead_letter_retention_days: float = Field(default=30.0, ge=0)
     # Rows one page deletes (or erases), in its own short transaction.
     retention_page_size: int = Field(default=1000, ge=1)
     # Rows one cycle may delete, erase or (note events) examine over all tables: a backlog

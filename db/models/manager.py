@@ -80,8 +80,12 @@ judge_memo = Table(
     Column("decision", Text, nullable=False),
     Column("judge", Text, nullable=False),
     ts("created_at", defaultNOW=True, nullable=False),
+    # The content hashes of the texts it was decided on: erasing a text deletes its memos.
+    Column("text_hashes", ARRAY(Text), nullable=False, server_default=text("'{}'")),
     PrimaryKeyConstraint("kind", "key"),
     CheckConstraint("kind IN ('pair', 'cluster')"),
 )
+Index("judge_memo_text_hashes_idx", judge_memo.c.text_hashes, postgresql_using="gin")
+Index("judge_memo_created_idx", judge_memo.c.created_at)
 
 # Messages moved aside instead of handled (worker/app/poison.py): `memory-worker dead-letters`.

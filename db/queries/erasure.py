@@ -9,6 +9,7 @@ SKIP LOCKED: a row a write holds is waited for, not left behind) and `LIMIT :lim
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -159,6 +160,20 @@ _PLAIN_TABLES: dict[str, tuple[str, Any]] = {
 
 
 @cache
+def _count_memos_sql(key: PredKey) -> TextClause:
+    return text(f"""
+SELECT count(*) FROM judge_memo
+WHERE text_hashes && ARRAY(SELECT content_hash FROM notes
+                          WHERE {_notes(key)} AND content_hash IS NOT NULL)
+""")  # noqa: S608 - constants
+
+
+def count_memos(conn: Connection, key: PredKey, params: dict[str, Any]) -> int:
+    """Judge memos decided on a text of the subject's notes."""
+    return int(conn.execute(_count_memos_sql(key), params).scalar_one())
+
+
+@cache
 def _count_sql(table: str, key: PredKey) -> TextClause:
     pred = {**{t: b for t, (_, b) in _PLAIN_TABLES.items()}, "runs": _runs,
             "conversations": _conversations, "notes": _notes,
@@ -231,7 +246,12 @@ _UNLINK_NOTES = (
 _DELETE_NOTE_EVENTS = text("DELETE FROM note_events WHERE note_id = ANY(:ids)")
 _DELETE_ACCESS = text("DELETE FROM note_access_pending WHERE note_id = ANY(:ids)")
 _DELETE_NOTES = text("""
-DELETE FROM notes WHERE id = ANY(:ids) RETURNING user_id, company_id, note
+DELETE FROM notes WHERE id = ANY(:ids) RETURNING user_id, company_id, note, content_hash
+""")
+# Judge memos decided on a deleted text (another scope's note with the same text loses its
+# memo too: it is a cache, asked again).
+_DELETE_MEMOS = text("""
+DELETE FROM judge_memo WHERE text_hashes && CAST(:hashes AS text[])
 """)
 
 
@@ -240,14 +260,24 @@ def delete_candidates(conn: Connection, ids: list[Any]) -> list[tuple[str | None
     return [(r.user_id, r.company_id) for r in conn.execute(_DELETE_CANDIDATES, {"ids": ids})]
 
 
-def delete_notes(conn: Connection, ids: list[Any]) -> tuple[int, int, list[Any]]:
-    """(note events deleted, pending access rows deleted, the notes' (user, company, text))."""
+@dataclass(frozen=True)
+class DeletedNotes:
+    events: int  # note events deleted with them
+    access: int  # pending access rows
+    memos: int  # judge memos decided on their texts
+    owners_and_texts: list[tuple[str | None, str | None, str | None]]  # (user, company, text)
+
+
+def delete_notes(conn: Connection, ids: list[Any]) -> DeletedNotes:
     for statement in _UNLINK_NOTES:
         conn.execute(statement, {"ids": ids})
     events = conn.execute(_DELETE_NOTE_EVENTS, {"ids": ids}).rowcount or 0
     access = conn.execute(_DELETE_ACCESS, {"ids": ids}).rowcount or 0
-    deleted = [(r.user_id, r.company_id, r.note) for r in conn.execute(_DELETE_NOTES, {"ids": ids})]
-    return events, access, deleted
+    rows = conn.execute(_DELETE_NOTES, {"ids": ids}).all()
+    hashes = sorted({r.content_hash for r in rows if r.content_hash})
+    memos = (conn.execute(_DELETE_MEMOS, {"hashes": hashes}).rowcount or 0) if hashes else 0
+    return DeletedNotes(events, access, memos,
+                        [(r.user_id, r.company_id, r.note) for r in rows])
 
 
 # --- provenance in kept rows that names the subject's runs or conversations ----------------
@@ -356,17 +386,6 @@ def subject_run_ids(conn: Connection, key: PredKey, params: dict[str, Any], *,
     """A page of the subject's run ids (the dry run's Redis counts)."""
     return list(conn.execute(_run_ids_sql(key), {**params, "limit": limit,
                                                  "offset": offset}).scalars())
-
-
-# --- judge memos derived from erased text ------------------------------------------------------
-
-_DELETE_MEMOS = text("DELETE FROM judge_memo WHERE kind = :kind AND key = ANY(:keys)")
-
-
-def delete_memos(conn: Connection, kind: str, keys: list[str]) -> int:
-    if not keys:
-        return 0
-    return conn.execute(_DELETE_MEMOS, {"kind": kind, "keys": keys}).rowcount or 0
 
 
 # --- the audit record -----------------------------------------------------------------------

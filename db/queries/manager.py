@@ -125,10 +125,10 @@ def list_cycles(conn: Connection, limit: int) -> list[dict[str, Any]]:
 
 _MEMO_GET = text("SELECT decision, judge FROM judge_memo WHERE kind = :kind AND key = :key")
 _MEMO_PUT = text("""
-INSERT INTO judge_memo (kind, key, decision, judge, created_at)
-VALUES (:kind, :key, :decision, :judge, :now)
+INSERT INTO judge_memo (kind, key, decision, judge, created_at, text_hashes)
+VALUES (:kind, :key, :decision, :judge, :now, CAST(:text_hashes AS text[]))
 ON CONFLICT (kind, key) DO UPDATE SET decision = EXCLUDED.decision, judge = EXCLUDED.judge,
-    created_at = EXCLUDED.created_at
+    created_at = EXCLUDED.created_at, text_hashes = EXCLUDED.text_hashes
 """)
 
 
@@ -138,9 +138,11 @@ def memo_get(conn: Connection, kind: str, key: str) -> tuple[str, str] | None:
 
 
 def memo_put(conn: Connection, kind: str, key: str, decision: str, judge: str,
-             now: datetime) -> None:
+             now: datetime, text_hashes: list[str]) -> None:
+    """`text_hashes`: the content hashes of the texts decided on (so erasing one of them
+    deletes the memo)."""
     conn.execute(_MEMO_PUT, {"kind": kind, "key": key, "decision": decision, "judge": judge,
-                             "now": now})
+                             "now": now, "text_hashes": sorted(set(text_hashes))})
 
 
 # --- note changes and lineage ----------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
 from db.enums import INJECTABLE_SQL, CycleStatus, NoteStatus
 
@@ -83,14 +83,19 @@ def prune_runs_page(conn: Connection, *, cutoff: datetime,
 
 # --- trace events ----------------------------------------------------------------------------
 
-_DELETE_TRACE = text("""
+def _delete_by_age(table: str) -> TextClause:
+    """The oldest page of rows created before the cutoff (a `created_at` index serves it)."""
+    return text(f"""
 WITH doomed AS (
-    SELECT id FROM trace_events WHERE created_at < :cutoff
+    SELECT id FROM {table} WHERE created_at < :cutoff
     ORDER BY created_at, id LIMIT :limit
     FOR UPDATE SKIP LOCKED
 )
-DELETE FROM trace_events t USING doomed d WHERE t.id = d.id
-""")
+DELETE FROM {table} t USING doomed d WHERE t.id = d.id
+""")  # noqa: S608 - table names are constants
+
+
+_DELETE_TRACE = _delete_by_age("trace_events")
 
 
 def prune_trace_page(conn: Connection, *, cutoff: datetime, limit: int) -> int:
@@ -124,22 +129,55 @@ def prune_messages_page(conn: Connection, *, cutoff: datetime, limit: int) -> in
 # locks of concurrent inserts that reference the note (note_events, write_log) unblocked.
 _ERASE_CONTENT = text(f"""
 WITH doomed AS (
-    SELECT id FROM notes
+    SELECT id, content_hash FROM notes
     WHERE {RETIRED_SQL} AND content_erased_at IS NULL
       AND coalesce(valid_to, updated_at) < :cutoff
     ORDER BY coalesce(valid_to, updated_at), id LIMIT :limit
     FOR NO KEY UPDATE SKIP LOCKED
+), erased AS (
+    UPDATE notes n SET note = NULL, content_hash = NULL, embedding = NULL,
+        embedding_model = NULL, content_erased_at = :now, updated_at = :now
+    FROM doomed d WHERE n.id = d.id AND n.{RETIRED_SQL}
+    RETURNING n.id
+), memos AS (
+    -- Judge memos decided on an erased text (a live note with the same text loses its memo
+    -- too: it is a cache, asked again).
+    DELETE FROM judge_memo
+    WHERE text_hashes && ARRAY(SELECT content_hash FROM doomed WHERE content_hash IS NOT NULL)
+    RETURNING 1
 )
-UPDATE notes n SET note = NULL, content_hash = NULL, embedding = NULL, embedding_model = NULL,
-    content_erased_at = :now, updated_at = :now
-FROM doomed d WHERE n.id = d.id AND n.{RETIRED_SQL}
+SELECT (SELECT count(*) FROM erased) AS erased, (SELECT count(*) FROM memos) AS memos
 """)  # noqa: S608
 
 
 def erase_retired_content_page(conn: Connection, *, cutoff: datetime, now: datetime,
-                               limit: int) -> int:
-    return conn.execute(_ERASE_CONTENT, {"cutoff": cutoff, "now": now,
-                                         "limit": limit}).rowcount
+                               limit: int) -> tuple[int, int]:
+    """(notes whose content was erased, judge memos deleted with it)."""
+    row = conn.execute(_ERASE_CONTENT, {"cutoff": cutoff, "now": now, "limit": limit}).one()
+    return int(row.erased), int(row.memos)
+
+
+# --- judge memos and dead letters, by age ----------------------------------------------------
+
+_DELETE_OLD_MEMOS = text("""
+WITH doomed AS (
+    SELECT kind, key FROM judge_memo WHERE created_at < :cutoff
+    ORDER BY created_at LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM judge_memo j USING doomed d WHERE j.kind = d.kind AND j.key = d.key
+""")
+
+# A dead letter is the raw message (memory text included) kept for an operator to look at.
+_DELETE_DEAD_LETTERS = _delete_by_age("dead_letters")
+
+
+def prune_memos_page(conn: Connection, *, cutoff: datetime, limit: int) -> int:
+    return conn.execute(_DELETE_OLD_MEMOS, {"cutoff": cutoff, "limit": limit}).rowcount
+
+
+def prune_dead_letters_page(conn: Connection, *, cutoff: datetime, limit: int) -> int:
+    return conn.execute(_DELETE_DEAD_LETTERS, {"cutoff": cutoff, "limit": limit}).rowcount
 
 
 # --- note events -----------------------------------------------------------------------------

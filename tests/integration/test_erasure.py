@@ -185,3 +185,19 @@ def test_forget_task_and_client(runtime, write, services):
     assert rows(services.database_url, "SELECT * FROM notes") == []
     bad = forget_subject("planet", "earth", requested_by="x")
     assert bad["ok"] is False
+
+
+def test_judge_memos_decided_on_the_users_text_go_with_it(runtime, write, seed, services):
+    from db.queries.manager import memo_put
+    from worker.normalize import content_hash
+
+    _populate(runtime, write, seed)
+    with runtime.db.transaction() as conn:
+        memo_put(conn, "pair", "victim-pair", "distinct", "model", runtime.clock(),
+                 [content_hash(VICTIM_TEXT), content_hash("User keeps a pet gecko.")])
+        memo_put(conn, "pair", "other-pair", "duplicate", "model", runtime.clock(),
+                 [content_hash(OTHER_TEXT), content_hash("Dark mode please.")])
+    assert _forget(runtime, "user", VICTIM, dry_run=True).counts["judge_memo"] == 1
+    assert _forget(runtime, "user", VICTIM).counts["judge_memo"] == 1
+    assert [r["key"] for r in rows(services.database_url, "SELECT key FROM judge_memo")] \
+        == ["other-pair"]

@@ -167,6 +167,37 @@ def test_retired_notes_lose_text_and_vector_but_keep_their_row(runtime, services
     assert enforce_retention(phase_deps(runtime, now=now))["note_content"] == 0
 
 
+def _memo(runtime: Any, key: str, texts: tuple[str, ...], at: datetime) -> None:
+    from db.queries.manager import memo_put
+    from worker.normalize import content_hash
+
+    with runtime.db.transaction() as conn:
+        memo_put(conn, "pair", key, "distinct", "model", at, [content_hash(t) for t in texts])
+
+
+def test_judge_memos_go_with_an_erased_text_and_past_their_window(runtime, services):
+    now = now_utc()
+    gone = seed_note(runtime, "User lived in Lisbon", user="U1", at=now - 60 * DAY)
+    _retire(runtime, gone, "Archived", now - 31 * DAY)
+    _memo(runtime, "on-erased-text", ("User lived in Lisbon", "User lives in Porto"), now)
+    _memo(runtime, "on-live-texts", ("User likes tea", "User likes green tea"), now)
+    _memo(runtime, "old", ("User likes tea", "User uses Vim"), now - 91 * DAY)
+    counts = enforce_retention(phase_deps(runtime, now=now))
+    assert counts["note_content"] == 1 and counts["judge_memo"] == 2
+    assert [r["key"] for r in rows(services.database_url, "SELECT key FROM judge_memo")] \
+        == ["on-live-texts"]
+
+
+def test_dead_letters_past_their_window_go(runtime, services):
+    now = now_utc()
+    for days in (31, 29):
+        _sql(runtime, "INSERT INTO dead_letters (task_id, reason, body, created_at) "
+                      "VALUES ('t', 'poison', '{\"note\": \"User is 41\"}', %s)",
+             now - days * DAY)
+    assert enforce_retention(phase_deps(runtime, now=now))["dead_letters"] == 1
+    assert _count(services, "dead_letters") == 1
+
+
 def test_note_events_of_live_notes_stay_and_long_retired_notes_keep_their_last(runtime,
                                                                               services):
     """A note retired within the window keeps its whole history too."""
@@ -249,7 +280,7 @@ def test_a_page_in_progress_does_not_block_writes(runtime, services, write):
         assert prune_runs_page(page, cutoff=cutoff, limit=10)[3] == 1
         assert prune_trace_page(page, cutoff=cutoff, limit=10) == 3
         assert prune_messages_page(page, cutoff=cutoff, limit=10) == 1
-        assert erase_retired_content_page(page, cutoff=cutoff, now=now, limit=10) == 1
+        assert erase_retired_content_page(page, cutoff=cutoff, now=now, limit=10) == (1, 0)
         assert trim_note_events_page(page, after=0, cutoff=cutoff, limit=10)[3] == 1
         with psycopg.connect(services.database_url, autocommit=True) as other:
             other.execute("SET lock_timeout = '500ms'")

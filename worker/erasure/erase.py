@@ -29,6 +29,7 @@ from db.queries.erasure import (
     PredKey,
     clear_provenance_batch,
     count_agent_row,
+    count_memos,
     count_principals,
     count_rows,
     delete_agent_row,
@@ -96,6 +97,7 @@ def plan_erasure(db: Database, subject: Subject, redis: RedisEraser | None) -> E
     with db.transaction() as conn:
         for table in ERASED_TABLES:
             report.counts[table] = count_rows(conn, table, key, params)
+        report.counts["judge_memo"] = count_memos(conn, key, params)
         ids = _principal_ids(subject)
         report.counts["principals"] = sum(count_principals(conn, kind, sorted(found))
                                           for kind, found in ids.items() if found)
@@ -171,13 +173,15 @@ class _Pass:
         def notes(conn: Any) -> int:
             ids = select_batch(conn, "notes", self.key, self.params)
             if ids:
-                events, access, deleted = delete_notes(conn, ids)
-                self.counts["note_events"] += events
-                self.counts["note_access_pending"] += access
-                self.counts["notes"] += len(deleted)
-                for user, company, note in deleted:
+                deleted = delete_notes(conn, ids)
+                self.counts["note_events"] += deleted.events
+                self.counts["note_access_pending"] += deleted.access
+                self.counts["judge_memo"] += deleted.memos
+                self.counts["notes"] += len(deleted.owners_and_texts)
+                for user, company, note in deleted.owners_and_texts:
                     self._note_owner(user, company)
-                    self.note_texts.append(note)
+                    if note is not None:  # None: retention erased it already
+                        self.note_texts.append(note)
             return len(ids)
         self._batches(notes)
         self._plain("examples")

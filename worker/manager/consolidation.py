@@ -199,7 +199,7 @@ def resolve_contradictions(deps: PhaseDeps) -> dict[str, Any]:
                     counts["evaluated"] += 1
                     if verdict.decided or deps.judge.model is None:
                         memo_put(conn, "pair", key, verdict.relation.value, verdict.judge,
-                                 deps.now)
+                                 deps.now, [content_hash(older.note), content_hash(newer.note)])
                     relation, judge = verdict.relation, verdict.judge
                 if relation is not PairRelation.CONTRADICTION:
                     continue

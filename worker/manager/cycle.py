@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -51,6 +51,7 @@ from worker.manager.maintenance import (
 )
 from worker.manager.model_judge import PROMPT_VERSION, ModelJudge
 from worker.manager.retention import enforce_retention
+from worker.normalize import content_hash
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -129,9 +130,10 @@ def build_judge(settings: Settings, db: Database, budget: Budget, now: datetime)
         relation, judge = found
         return PairVerdict(PairRelation(relation), 1.0, f"memo:{judge}")
 
-    def put(kind: str, key: str, verdict: PairVerdict) -> None:
+    def put(kind: str, key: str, verdict: PairVerdict, texts: Sequence[str]) -> None:
         with db.read() as conn:
-            memo_put(conn, kind, key, verdict.relation.value, verdict.judge, now)
+            memo_put(conn, kind, key, verdict.relation.value, verdict.judge, now,
+                     [content_hash(t) for t in texts])
 
     version = f"{PROMPT_VERSION}:{settings.llm_model if model else 'builtin'}"
     return CycleJudge(BuiltinJudge(), model, get, put, version)

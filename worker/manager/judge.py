@@ -134,7 +134,8 @@ class CycleJudge:
     builtin: Judge
     model: Judge | None
     memo_get: Callable[[str, str], PairVerdict | None]
-    memo_put: Callable[[str, str, PairVerdict], None]
+    # (kind, key, verdict, the texts decided on)
+    memo_put: Callable[[str, str, PairVerdict, Sequence[str]], None]
     version: str
     judged: dict[str, int] = field(default_factory=dict)
 
@@ -154,7 +155,7 @@ class CycleJudge:
         verdict = self.model.compare(older, newer, similarity)
         self._count(f"model_{verdict.relation.value}")
         if verdict.decided:  # an undecided answer (error, budget) is asked again next cycle
-            self.memo_put("pair", key, verdict)
+            self.memo_put("pair", key, verdict, (older, newer))
         return verdict
 
     def extract(self, messages: Sequence[MessageView], neighbours: Sequence[str]) -> Extraction:
@@ -168,4 +169,4 @@ class CycleJudge:
 
     def decline_cluster(self, texts: Sequence[str]) -> None:
         self.memo_put("cluster", cluster_key(texts, self.version),
-                      PairVerdict(PairRelation.DISTINCT, 1.0, "declined"))
+                      PairVerdict(PairRelation.DISTINCT, 1.0, "declined"), texts)

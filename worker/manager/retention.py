@@ -16,7 +16,10 @@ What goes, and what never does:
 - trace events by age;
 - conversation messages by age, and only once extraction has read them; the conversation
   row itself stays (deleting it would make its notes stale references);
-- retired (Archived, Revoked) notes: text, content hash and vector erased, the row kept;
+- retired (Archived, Revoked) notes: text, content hash and vector erased, the row kept; the
+  judge memos decided on that text go with it;
+- judge memos by age (a cache of pair and cluster decisions: asked again if needed);
+- dead letters by age (the raw messages moved aside, memory text included);
 - note events by age, of notes retired for longer than the window, except each note's
   latest; all events of an injectable note stay;
 - manager cycles by age, except the newest `cycle_keep_last` and the rows the next cycle
@@ -33,6 +36,8 @@ from typing import Any
 from db.queries.retention import (
     erase_retired_content_page,
     prune_cycles_page,
+    prune_dead_letters_page,
+    prune_memos_page,
     prune_messages_page,
     prune_runs_page,
     prune_trace_page,
@@ -121,9 +126,21 @@ def _tables(deps: PhaseDeps, counts: dict[str, Any], state: dict[str, int]) -> l
            lambda conn, cutoff, limit: prune_trace_page(conn, cutoff=cutoff, limit=limit))
     simple("conversation_messages", settings.conversation_message_retention_days,
            lambda conn, cutoff, limit: prune_messages_page(conn, cutoff=cutoff, limit=limit))
-    simple("note_content", settings.retired_note_content_retention_days,
-           lambda conn, cutoff, limit: erase_retired_content_page(
-               conn, cutoff=cutoff, now=now, limit=limit))
+    content_cutoff = _cutoff(now, settings.retired_note_content_retention_days)
+    if content_cutoff is not None:
+        def content(limit: int, cutoff: datetime = content_cutoff) -> tuple[int, bool]:
+            with db.transaction() as conn:
+                erased, memos = erase_retired_content_page(conn, cutoff=cutoff, now=now,
+                                                           limit=limit)
+            bump(counts, "note_content", erased)
+            bump(counts, "judge_memo", memos)
+            return erased, erased >= limit
+        tables.append(_Table("note_content", content))
+    simple("judge_memo", settings.judge_memo_retention_days,
+           lambda conn, cutoff, limit: prune_memos_page(conn, cutoff=cutoff, limit=limit))
+    simple("dead_letters", settings.dead_letter_retention_days,
+           lambda conn, cutoff, limit: prune_dead_letters_page(conn, cutoff=cutoff,
+                                                               limit=limit))
     simple("manager_cycles", settings.cycle_retention_days,
            lambda conn, cutoff, limit: prune_cycles_page(
                conn, cutoff=cutoff, keep=settings.cycle_keep_last, limit=limit))
@@ -145,6 +162,7 @@ def _tables(deps: PhaseDeps, counts: dict[str, Any], state: dict[str, int]) -> l
         tables.append(_Table("note_events", events))
 
     for name in ("write_log", "memory_candidates", "runs", "trace_events",
-                 "conversation_messages", "note_content", "note_events", "manager_cycles"):
+                 "conversation_messages", "note_content", "note_events", "manager_cycles",
+                 "judge_memo", "dead_letters"):
         counts.setdefault(name, 0)
     return tables
