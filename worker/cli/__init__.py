@@ -2,7 +2,8 @@
 
 One module per command group, named after it: `run` (migrate, up, worker, beat, demo),
 `agent`, `memory` (context, write, explain, stats), `notes`, `cycle`, `candidates`,
-`dead_letters`, `health`, `forget` (forget, erasures); `output` holds what they share.
+`dead_letters`, `health`, `forget` (forget, erasures, reapply-erasures); `output` holds
+what they share.
 This module only assembles them.
 """
 
@@ -33,6 +34,7 @@ cli = typer.Typer(
 for command in (run.migrate, run.up, run.worker, run.beat, run.demo, memory.context,
                 memory.explain, memory.stats, memory.write, forget.forget, forget.erasures):
     cli.command()(command)
+cli.command("reapply-erasures")(forget.reapply_erasures)
 for group, name in ((agent_cli, "agent"), (health_cli, "health"), (cycle_cli, "cycle"),
                     (dead_letters_cli, "dead-letters"), (notes_cli, "notes"),
                     (candidates_cli, "candidates")):

@@ -1,5 +1,7 @@
 """`memory-worker forget KIND ID`: erase a subject (worker/erasure/), or count what would go
-(`--dry-run`); `memory-worker erasures`: the audit log. Registered by worker/cli/__init__.py.
+(`--dry-run`); `memory-worker erasures`: the audit log; `memory-worker reapply-erasures
+LOG`: erase again, in a restored backup, what the log says was erased. Registered by
+worker/cli/__init__.py.
 
 Runs in the CLI's own process against the database and Redis (no worker needed), as
 `memory.forget` does on the manager queue."""
@@ -80,3 +82,56 @@ def erasures(
                       r["subject_kind"], r["subject_hash"][:16] + "…", r["requested_by"],
                       r["status"], str(sum(int(v) for v in (r["counts"] or {}).values())))
     console.print(table)
+
+
+def reapply_erasures(
+    log_file: Annotated[typer.FileText, typer.Argument(
+        metavar="LOG", help="The erasure log: `memory-worker erasures --json` output.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: erase for good.")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Say which logged subjects the restored rows hold; change nothing.")
+    ] = False,
+    requested_by: Annotated[str | None, typer.Option(
+        "--by", help="Who asked (kept in the new audit records); default: the OS user.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """After restoring a backup taken before erasures: set their fences again and erase
+    every logged subject the restored rows hold (matched by keyed hash; needs the same
+    MEMORY_ERASURE_HASH_KEY). Run it with the workers stopped."""
+    import json
+
+    from worker.erasure.reapply import ErasureLogError
+    from worker.erasure.reapply import reapply_erasures as run_reapply
+    from worker.runtime import get_runtime
+
+    if not dry_run and not yes:
+        print("refusing to erase without --yes (see what matches with --dry-run)")
+        raise typer.Exit(2)
+    try:
+        records = json.loads(log_file.read())
+    except ValueError as exc:
+        print(f"memory-worker: the erasure log is not JSON ({exc})")
+        raise typer.Exit(2) from None
+    runtime = get_runtime()
+    settings = runtime.settings
+    try:
+        report = run_reapply(runtime.db, records, requested_by=(
+            requested_by or f"reapply by {getpass.getuser()}"), dry_run=dry_run,
+            redis_url=settings.require_redis_url(), embedding_model=settings.embedding_model)
+    except ErasureLogError as exc:
+        print(f"memory-worker: {exc}")
+        raise typer.Exit(2) from None
+    if as_json:
+        dump(report.as_dict())
+        return
+    table = Table("subject hash", "kind", "logged as", "rows erased")
+    for entry in report.matched:
+        erased = "" if dry_run else str(sum(entry["counts"].values()))
+        table.add_row(entry["subject_hash"][:16] + "…", entry["subject_kind"],
+                      ", ".join(map(str, entry["logged_as"])), erased)
+    console.print(table)
+    verb = "would erase" if dry_run else "erased"
+    print(f"{report.logged} logged subject(s): {verb} {len(report.matched)} found in the "
+          f"restored rows; {len(report.unmatched)} not found"
+          + ("" if dry_run else " (their fences are set again)"))
