@@ -195,3 +195,70 @@ def test_client_forgets_through_the_worker_after_the_runs_writes(runtime, servic
     assert statuses == {ADDRESS: "Revoked", OTHER_FACT: "Provisional"}
     with pytest.raises(ValueError):
         forget_fact({"agent_id": "A"}, about="x")
+
+
+def test_matching_pending_candidates_are_rejected_so_no_promotion_brings_them_back(
+        runtime, write, services):
+    from worker.writes.candidates import promote_candidate
+
+    def held(run_id: str, text: str, **scope) -> str:
+        answer = write(run_context(run_id, source="reflection", **scope), text)
+        assert answer["disposition"] == "candidate", answer
+        return answer["candidate_id"]
+
+    own = held("refl-1", ADDRESS)
+    named = held("refl-2", "User's passport number is X1234567.")
+    unrelated = held("refl-3", OTHER_FACT)
+    other_user = held("refl-4", "User's home address is 77 Pine St.", user="U2")
+    agent_wide = held("refl-5", "Home address format: street, then city.", user=None,
+                      company=None)
+
+    answer = _forget(runtime, run_context("run-f11"), 1, about="my home address",
+                     note_ids=[named])
+
+    assert answer["disposition"] == "forgotten" and answer["forgotten"] == []
+    assert {(c["candidate_id"], c["matched"]) for c in answer["forgotten_candidates"]} == {
+        (own, "words"), (named, "id")}
+    assert "2 pending candidate(s) rejected" in answer["reason"]
+    status = {str(r["id"]): r for r in rows(services.database_url,
+                                            "SELECT * FROM memory_candidates")}
+    for candidate in (own, named):
+        assert status[candidate]["status"] == "rejected"
+        assert status[candidate]["decided_by"] == "forget-request"
+        assert "run-f11" in status[candidate]["decision_reason"]
+        assert ADDRESS not in status[candidate]["decision_reason"]
+    for candidate in (unrelated, other_user, agent_wide):
+        assert status[candidate]["status"] == "candidate", candidate
+    # A reviewer approving it afterwards cannot bring the fact back.
+    assert promote_candidate(runtime.write_deps(), own, actor="reviewer").status == "rejected"
+    assert rows(services.database_url, "SELECT * FROM notes WHERE note = %s", ADDRESS) == []
+
+
+def test_extraction_does_not_learn_a_forgotten_fact_again(runtime, seed, services):
+    from tests.manager_helpers import now_utc, phase_deps
+    from worker.manager.conversations import record_conversation
+    from worker.manager.extraction import extract_from_conversations
+
+    fact = "User's timezone is Europe/Berlin"
+    seed(fact)
+    answer = _forget(runtime, run_context("run-f12"), 1, about="my timezone")
+    assert [item["note"] for item in answer["forgotten"]] == [fact]
+
+    said = "My timezone is Europe/Berlin. I prefer metric units."
+    for conversation, user in (("conv-u", "U"), ("conv-u2", "U2")):
+        recorded = record_conversation(runtime.db, {
+            "conversation": {"id": conversation, "agent_id": "A", "user_id": user,
+                             "company_id": "C", "agent_run_id": f"run-{conversation}"},
+            "messages": [{"id": f"{conversation}-m1", "role": "user", "text": said}]},
+            now_utc())
+        assert recorded["ok"]
+    counts = extract_from_conversations(phase_deps(runtime))
+
+    assert counts["rejected_forgotten"] == 1, counts
+    learned = rows(services.database_url,
+                   "SELECT user_id, note, status FROM notes WHERE author_type = 'MemoryManager'"
+                   " ORDER BY user_id, note")
+    # U's forgotten fact stays forgotten; the rest of what U said, and U2's same words, land.
+    assert [(n["user_id"], n["note"]) for n in learned] == [
+        ("U", "User prefers metric units"), ("U2", "User prefers metric units"),
+        ("U2", fact)], counts

@@ -13,7 +13,9 @@ the notes matching `about` — every content word of it in the note, or a close 
 (cosine ≥ `forget_match_similarity`). Immutable notes are an operator's and are kept (listed
 as such). A revoked note leaves the injectable set at once; its text, hash and vector are
 erased by retention (`retired_note_content_retention_days`); its history says who asked and
-in which run.
+in which run. The user's pending memory candidates with the agent that match the same way are
+rejected, so no later promotion brings the fact back; and while a forgotten note keeps its
+text, extraction does not learn it again (`worker.manager.extraction`).
 """
 
 from __future__ import annotations
@@ -25,10 +27,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Connection
 
 from db.enums import Disposition, NoteStatus, ProtectionTier
-from db.queries.forget import forgettable_notes, revoke_notes
+from db.queries.forget import (
+    FORGET_REQUEST_ACTOR,
+    forgettable_candidates,
+    forgettable_notes,
+    reject_candidates,
+    revoke_notes,
+)
 from db.queries.manager import NoteEvent, insert_note_events, lock_scopes
 from db.queries.runs import WriteState
 from db.scope import RequestScope, ScopeConfig, ScopeError
@@ -50,7 +59,9 @@ MAX_NOTE_IDS = 100
 MAX_REQUESTED_BY = 200
 # Live notes of one user with one agent examined per request, newest first.
 MAX_EXAMINED = 5000
-ACTOR = "forget-request"
+# Pending candidates examined (embedded in one batch for a meaning match).
+MAX_CANDIDATES = 200
+ACTOR = FORGET_REQUEST_ACTOR
 
 # Words that say what to do or whose it is, not what: "please forget my home address" is
 # about {home, address}.
@@ -175,10 +186,15 @@ def _forget_in_run(conn: Connection, deps: WriteDeps, run: RunContext, request: 
                     TraceEventName.WRITE_SKIP)
     scope = RequestScope(run.agent_id, run.user_id, run.company_id, run.primary_scope_entity,
                          run.primary_scope_record_id, dict(run.secondary_scopes))
+    words = content_words(request.about) if request.about else set()
+    # Candidates before notes: a promotion racing this request either sees the candidate
+    # rejected, or has committed its note, which the note query below then finds.
+    rejected = _reject_candidates(conn, deps, scope, config, request, words, vector,
+                                  reason=f"forgotten at {request.requested_by}'s request "
+                                         f"(run {run.run_id}, seq {seq})", now=now)
     rows = forgettable_notes(conn, scope, config, vector=vector,
                              model=deps.embedder.model_name if deps.embedder else None,
                              named=list(request.note_ids), limit=MAX_EXAMINED)
-    words = content_words(request.about) if request.about else set()
     meant = [(row, why) for row in rows
              if (why := _match(row, request, words, deps.settings.forget_match_similarity))]
     kept = [row for row, _ in meant if row["protection_tier"] == ProtectionTier.IMMUTABLE]
@@ -192,18 +208,61 @@ def _forget_in_run(conn: Connection, deps: WriteDeps, run: RunContext, request: 
         NoteEvent(row["id"], "revoked", f"forgotten at {request.requested_by}'s request",
                   row["status"], NoteStatus.REVOKED.value, (), {**lineage, "matched": why})
         for row, why in forgotten], actor=ACTOR, cycle_id=None, now=now)
-    unmatched = [str(i) for i in request.note_ids if i not in {row["id"] for row, _ in meant}]
+    known = {row["id"] for row, _ in meant} | {row["id"] for row, _ in rejected}
+    unmatched = [str(i) for i in request.note_ids if i not in known]
     detail = {"forgotten": [str(row["id"]) for row, _ in forgotten],
+              "rejected_candidates": [str(row["id"]) for row, _ in rejected],
               "kept_immutable": [str(row["id"]) for row in kept],
               "unknown_note_ids": unmatched, "requested_by": request.requested_by}
-    return Step(Outcome(*_answer(forgotten, kept, unmatched)), TraceEventName.FORGET,
+    return Step(Outcome(*_answer(forgotten, rejected, kept, unmatched)), TraceEventName.FORGET,
                 detail=detail,
                 forgotten=[{"note_id": str(row["id"]), "type": row["type"], "note": row["note"],
                             "status_before": row["status"], "matched": why}
-                           for row, why in forgotten])
+                           for row, why in forgotten],
+                forgotten_candidates=[{"candidate_id": str(row["id"]), "type": row["type"],
+                                       "note": row["note"], "run_id": row["run_id"],
+                                       "matched": why}
+                                      for row, why in rejected])
 
 
-def _answer(forgotten: list[tuple[dict[str, Any], str]], kept: list[dict[str, Any]],
+def _reject_candidates(conn: Connection, deps: WriteDeps, scope: RequestScope,
+                       config: ScopeConfig, request: ForgetRequest, words: set[str],
+                       vector: Any, *, reason: str, now: datetime
+                       ) -> list[tuple[dict[str, Any], str]]:
+    """Reject the run's user's pending candidates the request means (by id, words or
+    meaning, as for notes): a candidate promoted later would bring the fact back."""
+    rows = forgettable_candidates(conn, scope, config, limit=MAX_CANDIDATES)
+    for row, similarity in zip(rows, _similarities(deps, [row["note"] for row in rows], vector),
+                               strict=True):
+        row["similarity"] = similarity
+    meant = [(row, why) for row in rows
+             if (why := _match(row, request, words, deps.settings.forget_match_similarity))]
+    done = reject_candidates(conn, [row["id"] for row, _ in meant], reason=reason, actor=ACTOR,
+                             now=now)
+    return [(row, why) for row, why in meant if row["id"] in done]
+
+
+def _similarities(deps: WriteDeps, texts: list[str], vector: Any) -> list[float | None]:
+    """Cosine of each text to the request's vector (candidates carry no vector of their
+    own); None where it cannot be had."""
+    if vector is None or deps.embedder is None or not texts:
+        return [None] * len(texts)
+    try:
+        embedded = deps.embedder.embed(texts)
+    except Exception:  # words and ids still match
+        return [None] * len(texts)
+    target = np.asarray(vector, dtype=np.float32)
+    scores: list[float | None] = []
+    for item in embedded:
+        item = np.asarray(item, dtype=np.float32)
+        norm = float(np.linalg.norm(item) * np.linalg.norm(target))
+        scores.append(float(item @ target) / norm if item.shape == target.shape and norm
+                      else None)
+    return scores
+
+
+def _answer(forgotten: list[tuple[dict[str, Any], str]],
+            rejected: list[tuple[dict[str, Any], str]], kept: list[dict[str, Any]],
             unmatched: list[str]) -> tuple[Disposition, str]:
     extra = []
     if kept:
@@ -212,9 +271,14 @@ def _answer(forgotten: list[tuple[dict[str, Any], str]], kept: list[dict[str, An
         extra.append(f"{len(unmatched)} note id(s) not among this run's user's notes: "
                      f"{', '.join(unmatched)}")
     tail = f" ({'; '.join(extra)})" if extra else ""
-    if not forgotten:
+    if not forgotten and not rejected:
         return (Disposition.NOTHING_TO_FORGET,
                 f"Nothing forgotten: no note of this run's user matches{tail}.")
-    ids = ", ".join(str(row["id"]) for row, _ in forgotten)
-    return (Disposition.FORGOTTEN,
-            f"Forgotten: {len(forgotten)} note(s) revoked ({ids}){tail}.")
+    done = []
+    if forgotten:
+        ids = ", ".join(str(row["id"]) for row, _ in forgotten)
+        done.append(f"{len(forgotten)} note(s) revoked ({ids})")
+    if rejected:
+        ids = ", ".join(str(row["id"]) for row, _ in rejected)
+        done.append(f"{len(rejected)} pending candidate(s) rejected ({ids})")
+    return Disposition.FORGOTTEN, f"Forgotten: {'; '.join(done)}{tail}."

@@ -4,13 +4,15 @@ conversation's watermark.
 Per conversation (one transaction, the conversation row locked): the judge sees the new
 messages (with earlier turns as context) and only the notes of that conversation's own exact
 scope. Every candidate gets its own disposition — accepted, or rejected for low confidence,
-length, scope, or as an exact or judged duplicate — and the watermark moves past what was
-read, so nothing is mined twice. Assistant replies rated `example_min_rating` or higher become
-examples (the user turn before them as input).
+length, scope, as a fact the user asked this agent to forget (while the forgotten note keeps
+its text: worker/erasure/fact.py), or as an exact or judged duplicate — and the watermark
+moves past what was read, so nothing is mined twice. Assistant replies rated
+`example_min_rating` or higher become examples (the user turn before them as input).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +29,7 @@ from db.queries.conversations import (
     scope_notes,
     set_extraction_watermark,
 )
+from db.queries.forget import ForgottenNote, forgotten_notes
 from db.queries.notes import NewNote, insert_note
 from db.queries.runs import insert_trace
 from db.scope import NoteScope
@@ -37,6 +40,8 @@ from worker.normalize import content_hash, normalize_text
 # Context shown around the new messages, and neighbours shown to the judge.
 _MESSAGE_WINDOW = 200
 _NEIGHBOURS = 50
+# Forgotten notes of the conversation's user with its agent checked per conversation.
+_FORGOTTEN_CHECKED = 200
 
 
 def _target_scope(conversation: NoteScope, level: str) -> NoteScope | None:
@@ -85,6 +90,12 @@ class _ConversationExtraction:
         self.by_id = {m.id: m for m in messages}
         self.model_name = (getattr(deps.embedder, "model_name", None)
                            or deps.settings.embedding_model)
+        scope = conversation.scope
+        # What the user asked this agent to forget: never learned again from a conversation
+        # (an agent's explicit write later is a new fact and lands normally).
+        self.forgotten = ([] if scope.user_id is None or scope.agent_id is None else
+                          forgotten_notes(conn, scope.agent_id, scope.user_id,
+                                          limit=_FORGOTTEN_CHECKED))
 
     def run(self) -> dict[str, int]:
         new = [m for m in self.messages if m.is_new]
@@ -127,18 +138,12 @@ class _ConversationExtraction:
         pool: list[ScopeNote] = (scope_notes(self.conn, self.conversation.scope, _NEIGHBOURS)
                                  if same_scope else scope_notes(self.conn, scope, _NEIGHBOURS))
         digest = content_hash(note)
+        if self._same_fact(self.forgotten, note, digest, vector):
+            return "rejected_forgotten"
         if any(n.content_hash == digest for n in pool):
             return "rejected_duplicate_exact"
-        if vector is not None:
-            near = sorted(((_cosine(n.embedding, vector), n) for n in pool
-                           if n.embedding is not None and n.embedding_model == self.model_name),
-                          key=lambda pair: -pair[0])
-            for similarity, neighbour in near[:settings.hardening_candidates]:
-                if similarity < settings.hardening_similarity:
-                    break
-                verdict = self.deps.judge.compare(neighbour.note, note, similarity)
-                if verdict.relation in (PairRelation.DUPLICATE, PairRelation.REFINEMENT):
-                    return "rejected_duplicate_judged"
+        if self._same_fact(pool, note, None, vector):
+            return "rejected_duplicate_judged"
         source = self.by_id.get(candidate.message_id or "")
         insert_note(self.conn, NewNote(
             scope=scope, type=candidate.type, note=note, content_hash=digest,
@@ -153,6 +158,26 @@ class _ConversationExtraction:
         ), self.deps.now)
         accepted.add(normalized)
         return "accepted"
+
+    def _same_fact(self, pool: Sequence[ScopeNote | ForgottenNote], note: str,
+                   digest: str | None, vector: np.ndarray | None) -> bool:
+        """The same text (by hash, when `digest` is given), or a close neighbour the judge
+        calls a duplicate or refinement."""
+        if digest is not None and any(n.content_hash == digest for n in pool):
+            return True
+        if vector is None:
+            return False
+        settings = self.deps.settings
+        near = sorted(((_cosine(n.embedding, vector), n) for n in pool
+                       if n.embedding is not None and n.embedding_model == self.model_name),
+                      key=lambda pair: -pair[0])
+        for similarity, neighbour in near[:settings.hardening_candidates]:
+            if similarity < settings.hardening_similarity:
+                break
+            verdict = self.deps.judge.compare(neighbour.note, note, similarity)
+            if verdict.relation in (PairRelation.DUPLICATE, PairRelation.REFINEMENT):
+                return True
+        return False
 
     def _extract_examples(self, new: list[MessageRow]) -> None:
         threshold = self.deps.settings.example_min_rating

@@ -84,6 +84,8 @@ class WriteResult:
     # A forget request's answer: the notes it revoked (None for a write, and for a replay:
     # the recorded reason names them).
     forgotten: list[dict[str, Any]] | None = None
+    # ... and the pending memory candidates it rejected (so none is promoted later).
+    forgotten_candidates: list[dict[str, Any]] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         answer: dict[str, Any] = {
@@ -100,6 +102,8 @@ class WriteResult:
         }
         if self.forgotten is not None:
             answer["forgotten"] = self.forgotten
+        if self.forgotten_candidates is not None:
+            answer["forgotten_candidates"] = self.forgotten_candidates
         return answer
 
 
@@ -143,6 +147,7 @@ class Step:
     admitted_increment: int = 0
     events: tuple[TraceEvent, ...] = ()
     forgotten: list[dict[str, Any]] | None = None
+    forgotten_candidates: list[dict[str, Any]] | None = None
 
 
 # Called under the run's lock once the operation's turn has come; its changes commit with
@@ -272,6 +277,7 @@ def _apply_sequenced(
         reason_code=outcome.reason_code,
         candidate_id=str(outcome.candidate_id) if outcome.candidate_id else None,
         forgotten=step.forgotten,
+        forgotten_candidates=step.forgotten_candidates,
     )
 
 
