@@ -164,7 +164,9 @@ def _prepare_worker_process(**_: Any) -> None:
         logging.getLogger(__name__).exception("embedder failed to load; writes will fail open")
 
 
-# Context results (memory text) expire within minutes, not with every other result; metrics,
-# structured task logs and the metrics endpoint. All through Celery signals.
+# Context results (memory text) expire within minutes, not with every other result; a result
+# stored after an erasure swept the backend is dropped; metrics, structured task logs and the
+# metrics endpoint. All through Celery signals.
+import worker.app.erased_results  # noqa: E402
 import worker.app.results  # noqa: E402
 import worker.app.telemetry  # noqa: E402,F401

@@ -3,9 +3,12 @@
 Order: the fence first (so nothing of the subject lands while, or after, we delete), then
 each table in an order its foreign keys allow, each batch its own short transaction (a huge
 subject never holds locks writes wait on for long), then the subject's Redis keys, then the
-audit record's counts. The whole table sequence runs again until a pass finds nothing: a
-Memory Manager cycle running meanwhile (consolidating or extracting the subject's notes) can
-add a row behind a batch, and the fence does not stop the manager.
+audit record's counts. Around it all, a mark in Redis: a task that read or wrote the
+subject's rows before the deletion but stores its result after the Redis sweep finds it and
+deletes that result (worker/app/erased_results.py). The whole table sequence runs again
+until a pass finds nothing: a Memory Manager cycle running meanwhile (consolidating or
+extracting the subject's notes) can add a row behind a batch, and the fence does not stop
+the manager.
 
 What stays, on purpose: notes with no user (agent-wide, company-wide) that a user's run wrote
 — they belong to no user — lose only their provenance (the run, the conversation); a user
@@ -236,6 +239,8 @@ def erase_subject(db: Database, subject: Subject, *, requested_by: str,
     seq_floor = (redis.clock_us() if redis is not None else 0) + SEQ_FLOOR_MARGIN_US
     with db.transaction() as conn:
         report.audit_id = start_audit(conn, subject.kind, subject.hash, requested_by)
+    if redis is not None:
+        redis.mark_erasing(subject.hash)
     with db.transaction() as conn:  # committed before anything is deleted
         set_fence(conn, subject.hash, seq_floor)
     counts: Counter[str] = Counter()
@@ -259,6 +264,9 @@ def erase_subject(db: Database, subject: Subject, *, requested_by: str,
             finish_audit(conn, report.audit_id, "failed", json.dumps(dict(counts)),
                          type(exc).__name__)
         raise
+    finally:
+        if redis is not None:
+            redis.mark_erased(subject.hash)
     report.counts = {table: int(counts.get(table, 0)) for table in
                      (*ERASED_TABLES, "note_events", "note_access_pending", "principals")}
     report.counts.update({k: int(v) for k, v in counts.items()})

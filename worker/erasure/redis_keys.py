@@ -12,6 +12,10 @@
 * `memory:vec:<digest>`: vectors of the erased notes' texts shared between processes (they
   expire within minutes anyway).
 
+* `memory:erasing:<subject hash>`: the erasure's own mark (see ERASING_KEY_PREFIX): a task
+  that read or wrote the subject's rows before the deletion may store its result after the
+  sweep; it then finds this mark and deletes that result itself.
+
 Messages still queued are not touched: they are refused by the fence when delivered, and
 their refusals name nothing.
 """
@@ -30,6 +34,13 @@ from worker.erasure.subject import Subject
 SEQ_KEY_PREFIX = "memory:run-seq:"  # as worker/client.py
 RESULT_KEY_PREFIX = "celery-task-meta-"
 VEC_KEY_PREFIX = "memory:vec:"
+# `memory:erasing:<subject hash>`: "running" while an erasure of the subject runs, then the
+# Redis clock (µs) when it finished. A task that began before that and stores a result
+# naming the subject after the sweep deletes its own result (worker/app/erased_results.py).
+ERASING_KEY_PREFIX = "memory:erasing:"
+ERASING_RUNNING = "running"
+# Longer than any task runs (hard time limits are minutes).
+ERASING_MARK_TTL_S = 86400
 _SCAN_PAGE = 500
 
 
@@ -92,6 +103,16 @@ class RedisEraser:
         """The Redis clock, which the reservation script dates seqs with."""
         seconds, micros = self.client.time()
         return int(seconds) * 1_000_000 + int(micros)
+
+    def mark_erasing(self, subject_hash: str) -> None:
+        """Before the fence: from here on, a task's result naming the subject is suspect."""
+        self.client.set(ERASING_KEY_PREFIX + subject_hash, ERASING_RUNNING,
+                        ex=ERASING_MARK_TTL_S)
+
+    def mark_erased(self, subject_hash: str) -> None:
+        """After the sweep: tasks begun from now on are new and keep their results."""
+        self.client.set(ERASING_KEY_PREFIX + subject_hash, str(self.clock_us()),
+                        ex=ERASING_MARK_TTL_S)
 
     def _result_keys(self, subject: Subject, run_ids: frozenset[str]) -> list[bytes]:
         found: list[bytes] = []

@@ -79,19 +79,38 @@ class Subject:
         return {"sid": self.id, "s_agent": self.agent_id, "s_company": self.company_id}
 
 
+def _fence_identities(agent_id: str | None, user_id: str | None, company_id: str | None,
+                      conversation_id: str | None
+                      ) -> list[tuple[str, str, str | None, str | None]]:
+    identities: list[tuple[str, str, str | None, str | None]] = []
+    if user_id is not None:
+        for agent in (None, agent_id) if agent_id is not None else (None,):
+            for company in (None, company_id) if company_id is not None else (None,):
+                identities.append(("user", user_id, agent, company))
+    if company_id is not None:
+        identities.append(("company", company_id, None, None))
+    if agent_id is not None:
+        identities.append(("agent", agent_id, None, None))
+    if conversation_id is not None:
+        identities.append(("conversation", conversation_id, None, None))
+    return identities
+
+
 def fence_hashes(agent_id: str | None, user_id: str | None, company_id: str | None,
                  conversation_id: str | None) -> list[str]:
     """Every subject whose erasure covers data of this identity: the user (alone and
     narrowed each way), the company, the agent, the conversation."""
-    hashes: list[str] = []
-    if user_id is not None:
-        for agent in (None, agent_id) if agent_id is not None else (None,):
-            for company in (None, company_id) if company_id is not None else (None,):
-                hashes.append(subject_hash("user", user_id, agent, company))
-    if company_id is not None:
-        hashes.append(subject_hash("company", company_id))
-    if agent_id is not None:
-        hashes.append(subject_hash("agent", agent_id))
-    if conversation_id is not None:
-        hashes.append(subject_hash("conversation", conversation_id))
-    return hashes
+    return [subject_hash(*identity) for identity in
+            _fence_identities(agent_id, user_id, company_id, conversation_id)]
+
+
+def fence_subjects(agent_id: str | None, user_id: str | None, company_id: str | None,
+                   conversation_id: str | None) -> list[Subject]:
+    """The subjects of `fence_hashes`, leaving out ids no erasure can name."""
+    subjects = []
+    for identity in _fence_identities(agent_id, user_id, company_id, conversation_id):
+        try:
+            subjects.append(Subject(*identity))
+        except SubjectError:
+            continue
+    return subjects
