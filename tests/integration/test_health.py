@@ -301,7 +301,8 @@ def test_unconfigured_is_not_ready():
 
 
 def test_pending_migrations_are_not_ready_until_migrated(services):
-    from db.migrate import discover, migrate
+    from db.migrate import migrate
+    from db.migration_files import discover
 
     name = "memory_health_pending"
     with psycopg.connect(services.admin_url, autocommit=True) as conn:
