@@ -11,8 +11,8 @@ their order is `DECISION_RULES` in worker.corrections.decision.
 from __future__ import annotations
 
 from worker.corrections import meaning, rules
+from worker.corrections.align import Block, content
 from worker.corrections.pair import GENERIC, POSSESSION, Pair
-from worker.corrections.parse import Block, content
 from worker.corrections.verdict import (
     PARAPHRASE_MIN_SIMILARITY,
     PREDICATE_CHANGE_MIN_SIMILARITY,
