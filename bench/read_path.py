@@ -172,7 +172,8 @@ def prepare_database(pg: Any, corpus: Corpus, size: int, *, keep: bool) -> float
     file copy of it: a run's access bumps (dead rows, index growth, visibility-map bits)
     never carry over into the next run's measurement. The measured copy is dropped after
     each measurement either way."""
-    from db.migrate import MigrationError, migrate
+    from db.migrate import migrate
+    from db.migration_files import MigrationError
 
     name = pg.database
     pristine = f"{name}_loaded"

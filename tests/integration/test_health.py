@@ -18,7 +18,7 @@ import redis
 from sqlalchemy.engine import make_url
 
 from tests.helpers import PROJECT_ROOT, WorkerProcess, wait_until
-from worker.ops import health
+from worker.ops import health, readiness
 from worker.settings import Settings
 
 CLI = str(Path(sys.executable).parent / "memory-worker")
@@ -283,8 +283,8 @@ def test_servers_that_never_answer_cannot_hang_the_probe():
         silent.listen(16)
         port = silent.getsockname()[1]
         started = time.monotonic()
-        result = health.check_readiness(f"postgresql://u:p@127.0.0.1:{port}/db",
-                                        f"redis://127.0.0.1:{port}/0", timeout_s=2)
+        result = readiness.check_readiness(f"postgresql://u:p@127.0.0.1:{port}/db",
+                                           f"redis://127.0.0.1:{port}/0", timeout_s=2)
         elapsed = time.monotonic() - started
     assert result.failed == ["broker", "database", "migrations"]
     assert elapsed < 10, elapsed
@@ -301,7 +301,8 @@ def test_unconfigured_is_not_ready():
 
 
 def test_pending_migrations_are_not_ready_until_migrated(services):
-    from db.migrate import discover, migrate
+    from db.migrate import migrate
+    from db.migration_files import discover
 
     name = "memory_health_pending"
     with psycopg.connect(services.admin_url, autocommit=True) as conn:
@@ -328,9 +329,10 @@ def test_an_evicting_broker_is_not_ready(services):
     assert before == "noeviction"
     client.config_set("maxmemory-policy", "allkeys-lru")
     try:
-        result = health.check_readiness(services.database_url, services.redis_url, timeout_s=3)
+        result = readiness.check_readiness(services.database_url, services.redis_url,
+                                           timeout_s=3)
         assert result.failed == ["broker"]
         assert "noeviction" in result.checks[0].detail
     finally:
         client.config_set("maxmemory-policy", before)
-    assert health.check_readiness(services.database_url, services.redis_url).ready
+    assert readiness.check_readiness(services.database_url, services.redis_url).ready

@@ -9,7 +9,8 @@ import psycopg
 from psycopg.rows import dict_row
 
 from db.connector import Database
-from db.migrate import MIGRATIONS_DIR, migrate, split_statements
+from db.migrate import migrate
+from db.migration_files import MIGRATIONS_DIR, split_statements
 from tests.conftest import _database_url, _recreate_database
 from tests.helpers import Writer, run_context
 from worker.writes.apply import WriteDeps

@@ -20,15 +20,13 @@ import pytest
 from psycopg import errors as pg_errors
 from typer.testing import CliRunner
 
-from db.migrate import (
+from db.migrate import Progress, migrate, status
+from db.migration_files import (
     MIGRATIONS_DIR,
     Migration,
     MigrationError,
-    Progress,
     discover,
-    migrate,
     split_statements,
-    status,
 )
 from tests.conftest import _database_url, _recreate_database
 from tests.integration.test_schema import CATALOG_QUERIES, _catalog

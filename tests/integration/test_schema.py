@@ -10,7 +10,8 @@ from sqlalchemy import create_engine
 
 from db.connector import sqlalchemy_url
 from db.enums import INJECTABLE_STATUSES, NoteStatus
-from db.migrate import MigrationError, discover, migrate, pending
+from db.migrate import migrate, pending
+from db.migration_files import MigrationError, discover
 from db.models import metadata
 from tests.conftest import _database_url, _recreate_database
 

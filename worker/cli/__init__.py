@@ -85,7 +85,7 @@ def explain_error(exc: BaseException) -> str | None:
     import sqlalchemy.exc
     from kombu.exceptions import OperationalError as BrokerError
 
-    from db.migrate import MigrationError
+    from db.migration_files import MigrationError
 
     if isinstance(exc, pydantic.ValidationError):
         problems = "; ".join(

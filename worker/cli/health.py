@@ -11,7 +11,8 @@ from typing import Annotated
 
 import typer
 
-from worker.ops.health import DEFAULT_CHECK_TIMEOUT_S, DEFAULT_MAX_AGE_S, run_live, run_ready
+from worker.ops.health import DEFAULT_MAX_AGE_S, run_live, run_ready
+from worker.ops.readiness import DEFAULT_CHECK_TIMEOUT_S
 
 health_cli = typer.Typer(
     help="Liveness and readiness checks. Exit 0: live/ready; 1: not (the failing check is "

@@ -24,9 +24,10 @@ def migrate(
     """Apply pending schema migrations, one line per file as it runs."""
     import time
 
-    from db.migrate import Migration, Progress
+    from db.migrate import Progress
     from db.migrate import migrate as apply_migrations
     from db.migrate import status as statuses
+    from db.migration_files import Migration
     from worker.cli.output import dump
 
     if json_output and not status:

@@ -26,13 +26,16 @@ merging two facts loses a memory, keeping a duplicate costs little. Pure and fas
 a difflib alignment.
 
 Modules: `verdict` (the answer's shape, the thresholds) · `decision` (`DECISION_RULES`, the
-ordered tuple of small named rules) · `pair` (what the rules read of a pair) · `rules` (the
-structural questions: slots, holders, phrasal verbs, heads) · `meaning` (categories, acronyms,
-occasions, periods) · `restate` (sentences turned around, frequencies made concrete) · `parse`
-(canonical tokens, alignment) · `patterns` (markers, rewrites) · `numbers` (amounts and clock
-times written one way) · `lexicon` (word classes, stems, canonical forms) · `vocabulary` (loads
-`data/*.tsv`: the curated vocabulary, one fact a line with its domain; frozen — a change must
-raise the score on a set written blind after it) · `business` (environment names).
+ordered tuple of small named rules) · `claims` (the rules on what the notes assert: sameness,
+rejections, polarity, meaning, rival values) · `wording` (the rules on where their words
+differ) · `pair` (what the rules read of a pair) · `rules` (the structural questions: slots,
+holders, phrasal verbs, heads) · `meaning` (categories, acronyms, occasions, periods) ·
+`restate` (sentences turned around, frequencies made concrete) · `parse` (canonical tokens) ·
+`align` (the spans where two notes differ) · `patterns` (markers, rewrites) · `numbers`
+(amounts and clock times written one way) · `lexicon` (word classes, stems, canonical forms) ·
+`vocabulary` (loads `data/*.tsv`: the curated vocabulary, one fact a line with its domain;
+frozen — a change must raise the score on a set written blind after it) · `business`
+(environment names).
 
 This module is the whole public surface: `classify`, `supersedes`, `Relation`, `Verdict` and
 the thresholds.

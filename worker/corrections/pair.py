@@ -7,7 +7,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from worker.corrections import business, lexicon, meaning, patterns, rules
-from worker.corrections.parse import Block, Note, blocks, class_union, content
+from worker.corrections.align import Block, blocks, class_union, content
+from worker.corrections.parse import Note
 from worker.corrections.verdict import (
     PARAPHRASE_MIN_SIMILARITY,
     PREDICATE_CHANGE_MIN_SIMILARITY,

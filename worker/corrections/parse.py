@@ -1,6 +1,6 @@
-"""Parsing and alignment for the correction detector (`worker.corrections`): one memory note
-becomes a canonical token sequence plus what the note asserts and rejects; two such sequences
-are aligned into the spans where they differ.
+"""Parsing for the correction detector (`worker.corrections`): one memory note becomes a
+canonical token sequence plus what the note asserts and rejects. (Two such sequences are
+aligned into the spans where they differ in worker/corrections/align.py.)
 
 First and third person are folded (subject words dropped), synonyms and equivalent phrases
 unified, preference and usage verbs collapsed into one predicate token, prepositions into a few
@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from functools import lru_cache
 from itertools import takewhile
 
@@ -352,51 +351,3 @@ def _past(lower: str) -> bool:
     if word in _NOT_PAST or (word == "used" and re.match(r"^\W*(?:\w+ )?used to\b", lower)):
         return False  # "used to" is a reversal marker: no longer, not only before
     return (len(word) >= 5 and word.endswith("ed")) or word in lexicon.PAST_FORMS or word == "used"
-
-
-# --- Alignment -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Block:
-    earlier: tuple[str, ...]
-    later: tuple[str, ...]
-    start: int  # index of the block in the earlier sequence
-    end: int
-    later_start: int  # index of the block in the later sequence
-    tail: bool  # the block ends both sequences: nothing shared follows it
-
-
-def content(tokens: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(filter(is_content, tokens))
-
-
-def blocks(e: tuple[str, ...], n: tuple[str, ...], fragment: bool) -> list[Block]:
-    """Differing spans. A fragment ("actually, red charts!") restates only the tail of the
-    earlier note, so what it omits is context, not a deletion."""
-    out: list[Block] = []
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, e, n, autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        es, ls = e[i1:i2], n[j1:j2]
-        if fragment and tag == "delete":
-            continue
-        if fragment and tag == "replace":
-            keep = max(1, len(content(ls)))
-            while len(content(es)) > keep:
-                es, i1 = es[1:], i1 + 1
-        if not content(es) and not content(ls):
-            continue  # only a preposition or copula moved
-        out.append(Block(es, ls, i1, i2, j1, i2 == len(e) and j2 == len(n)))
-    return out
-
-
-def class_match(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
-    """Every changed word has a competitor of the same class on the other side."""
-    lc, rc = [lexicon.value_classes(t) for t in left], [lexicon.value_classes(t) for t in right]
-    return bool(lc and rc) and all(any(c & o for o in rc) for c in lc) and all(
-        any(c & o for o in lc) for c in rc)
-
-
-def class_union(tokens: frozenset[str]) -> frozenset[str]:
-    return frozenset().union(*map(lexicon.value_classes, tokens))

@@ -2,7 +2,7 @@
 replaced span a new value for the same slot, does an addition change the head noun, the verb
 (a particle) or the subject, did the holder or the roles move, do two negations agree.
 
-Each takes parsed notes (`parse.Note`) or an aligned span (`parse.Block`) and answers one
+Each takes parsed notes (`parse.Note`) or an aligned span (`align.Block`) and answers one
 structural question; `corrections._decide` weighs the answers.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from itertools import takewhile
 
-from worker.corrections import lexicon, parse
-from worker.corrections.parse import Block as _Block
+from worker.corrections import align, lexicon, parse
+from worker.corrections.align import Block as _Block
 from worker.corrections.parse import Note as _Note
 
 PRED, BE, RELOCATE = parse.PRED, parse.BE, parse.RELOCATE
@@ -35,7 +35,7 @@ _DIRECTIONAL = frozenset({"@from", "@to", "@over", lexicon.canon("before"), lexi
 # Words whose two sides may trade places without changing the fact ("Spanish and French").
 _SYMMETRIC = frozenset(lexicon.canon(w) for w in ("and", "or", "plus", "&", "both", "nor"))
 _RELATIVE = frozenset(lexicon.canon(w) for w in ("where", "when", "while"))
-_content, _class_match, _class_union = parse.content, parse.class_match, parse.class_union
+_content, _class_match, _class_union = align.content, align.class_match, align.class_union
 _structural, _is_content = parse.structural, parse.is_content
 
 
@@ -267,7 +267,7 @@ def other_subject(old: _Note, new: _Note) -> bool:
     to another thing, so a marker with a rival value is no correction of the earlier one."""
     e_content, l_content = old.content, new.content
     swaps, mixed = [], False
-    for block in parse.blocks(old.tokens, new.tokens, False):
+    for block in align.blocks(old.tokens, new.tokens, False):
         es = set(_content(block.earlier)) - _GENERIC - l_content
         ls = set(_content(block.later)) - _GENERIC - e_content
         swaps.append(bool(es and ls) and block.start <= 1 and block.later_start <= 1)
