@@ -3,7 +3,7 @@ replaced span a new value for the same slot, does an addition change the head no
 (a particle) or the subject, did the holder or the roles move, do two negations agree.
 
 Each takes parsed notes (`parse.Note`) or an aligned span (`align.Block`) and answers one
-structural question; `corrections._decide` weighs the answers.
+structural question; the rules of `decision.DECISION_RULES` weigh the answers.
 """
 
 from __future__ import annotations
