@@ -15,10 +15,13 @@ The file, one JSON object per line, each with a `type`:
 - `trailer` — `counts` per table. A file without it is incomplete.
 
 Everything is read in one REPEATABLE READ, read-only transaction (one consistent snapshot;
-the counts match the lines) through server-side cursors: memory stays bounded whatever the
-subject holds. The audit record (`exports`, 0015) is written when the export starts and
-finished with the counts (or `failed` and the error's type); like `erasures`, it holds the
-subject's kind and keyed hash, never its ids or any text.
+the counts match the lines) through server-side cursors, and Postgres renders each record
+as its line (db/queries/export.py): memory stays bounded, and small, whatever the subject
+holds. Timestamps are ISO 8601 in UTC.
+
+The audit record (`exports`, 0015) is written when the export starts and finished with the
+counts (or `failed` and the error's type); like `erasures`, it holds the subject's kind and
+keyed hash, never its ids or any text.
 """
 
 from __future__ import annotations
@@ -29,22 +32,12 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, TextIO
-from uuid import UUID
 
 from db.connector import Database
 from db.queries.erasure import PredKey, finish_audit, start_audit
-from db.queries.export import (
-    CANDIDATE_COLUMNS,
-    CONVERSATION_COLUMNS,
-    EXAMPLE_COLUMNS,
-    MESSAGE_COLUMNS,
-    NOTE_COLUMNS,
-    STREAM_BATCH,
-    stream_subject_rows,
-)
+from db.queries.export import EXPORTED, RECORD_TABLES, STREAM_BATCH, stream_subject_records
 from worker.erasure.subject import Subject
 
 log = logging.getLogger(__name__)
@@ -54,8 +47,6 @@ AUDIT_TABLE = "exports"
 # The trailer's counts, in this order.
 COUNTED = ("notes", "note_events", "examples", "conversations", "conversation_messages",
            "memory_candidates")
-_SCOPE = ("agent_id", "user_id", "company_id", "primary_scope_entity",
-          "primary_scope_record_id", "secondary_scopes")
 
 
 @dataclass
@@ -79,68 +70,28 @@ class ExportReport:
 def _plain(value: Any) -> Any:
     if isinstance(value, datetime | date):
         return value.isoformat()
-    if isinstance(value, UUID):
-        return str(value)
-    if isinstance(value, Decimal):
-        return float(value)
     raise TypeError(f"cannot export a {type(value).__name__}")
 
 
-def _record(kind: str, row: Any, columns: tuple[str, ...], prefix: str = "",
-            **extra: Any) -> dict[str, Any]:
-    """A row as a record: `type` first (the record's; a note's own type is `note_type`), the
-    scope columns nested under `scope`."""
-    record: dict[str, Any] = {"type": kind}
-    scope: dict[str, Any] = {}
-    for column in columns:
-        value = row[prefix + column]
-        if column in _SCOPE:
-            scope[column] = value
-        else:
-            record["note_type" if column == "type" else column] = value
-    if scope:
-        record["scope"] = scope
-    record.update(extra)
-    return record
-
-
-class _Writer:
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-
-    def line(self, record: dict[str, Any]) -> None:
-        self.out.write(json.dumps(record, ensure_ascii=False, default=_plain,
-                                  separators=(",", ":")) + "\n")
+def _line(out: TextIO, record: dict[str, Any]) -> None:
+    out.write(json.dumps(record, ensure_ascii=False, default=_plain, separators=(",", ":"))
+              + "\n")
 
 
 def _key(subject: Subject) -> PredKey:
     return (subject.kind, subject.agent_id is not None, subject.company_id is not None)
 
 
-def _write_records(conn: Any, subject: Subject, write: _Writer, counts: dict[str, int],
+def _write_records(conn: Any, subject: Subject, out: TextIO, counts: dict[str, int],
                    batch: int) -> None:
     key, params = _key(subject), subject.sql_params()
-    for row in stream_subject_rows(conn, "notes", key, params, batch=batch):
-        history = row["history"] or []
-        write.line(_record("note", row, NOTE_COLUMNS, history=history))
-        counts["notes"] += 1
-        counts["note_events"] += len(history)
-    for row in stream_subject_rows(conn, "examples", key, params, batch=batch):
-        write.line(_record("example", row, EXAMPLE_COLUMNS))
-        counts["examples"] += 1
-    current = None
-    for row in stream_subject_rows(conn, "conversations", key, params, batch=batch):
-        if row["id"] != current:
-            current = row["id"]
-            write.line(_record("conversation", row, CONVERSATION_COLUMNS))
-            counts["conversations"] += 1
-        if row["m_id"] is not None:
-            write.line(_record("conversation_message", row, MESSAGE_COLUMNS, prefix="m_",
-                               conversation_id=current))
-            counts["conversation_messages"] += 1
-    for row in stream_subject_rows(conn, "memory_candidates", key, params, batch=batch):
-        write.line(_record("candidate", row, CANDIDATE_COLUMNS))
-        counts["memory_candidates"] += 1
+    for what in EXPORTED:
+        for kind, events, line in stream_subject_records(conn, what, key, params,
+                                                         batch=batch):
+            out.write(line)
+            out.write("\n")
+            counts[RECORD_TABLES[kind]] += 1
+            counts["note_events"] += events
 
 
 def export_subject(db: Database, subject: Subject, out: TextIO, *, requested_by: str,
@@ -155,21 +106,22 @@ def export_subject(db: Database, subject: Subject, out: TextIO, *, requested_by:
         report.audit_id = start_audit(conn, subject.kind, subject.hash, requested_by,
                                       table=AUDIT_TABLE)
     counts = dict.fromkeys(COUNTED, 0)
-    write = _Writer(out)
     try:
         with db.connect() as conn:
             conn.execution_options(isolation_level="REPEATABLE READ",
                                    postgresql_readonly=True)
             with conn.begin():
+                # Records render their timestamps in the session's zone: UTC, always.
+                conn.exec_driver_sql("SET LOCAL TIME ZONE 'UTC'")
                 exported_at = conn.exec_driver_sql("SELECT now()").scalar_one()
-                write.line({"type": "header", "format_version": FORMAT_VERSION,
+                _line(out, {"type": "header", "format_version": FORMAT_VERSION,
                             "exported_at": exported_at,
                             "subject": {"kind": subject.kind, "id": subject.id,
                                         "agent": subject.agent_id,
                                         "company": subject.company_id},
                             "audit_id": report.audit_id})
-                _write_records(conn, subject, write, counts, batch)
-        write.line({"type": "trailer", "counts": counts})
+                _write_records(conn, subject, out, counts, batch)
+        _line(out, {"type": "trailer", "counts": counts})
         out.flush()
     except Exception as exc:
         with db.transaction() as conn:
