@@ -249,6 +249,9 @@ def test_cli_exports_to_a_file_and_to_stdout_and_lists_the_audit(runtime, write,
     assert bad.exit_code == 2 and "subject kind must be one of" in bad.stderr
     missing_by = runner.invoke(cli, ["export", "user", VICTIM])
     assert missing_by.exit_code == 2
+    nowhere = runner.invoke(cli, ["export", "user", VICTIM, "--by", "dpo", "--output",
+                                  str(tmp_path / "missing" / "x.jsonl")])
+    assert nowhere.exit_code == 2 and "does not exist" in nowhere.stderr
 
     log = runner.invoke(cli, ["exports", "--json"])
     assert log.exit_code == 0, log.output

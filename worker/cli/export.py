@@ -46,16 +46,22 @@ def export(
     if not requested_by.strip() or len(requested_by) > 200:
         print("memory-worker: --by must name who asked (1-200 characters)", file=sys.stderr)
         raise typer.Exit(2)
+    path = None if output == "-" else Path(output)
+    if path is not None and (path.is_dir() or not path.parent.is_dir()):
+        print(f"memory-worker: {output} is a directory or its directory does not exist",
+              file=sys.stderr)
+        raise typer.Exit(2)
     database_reachable()  # before a file is created: a database that is down says so first
     db = get_runtime().db
-    if output == "-":
-        report = export_subject(db, subject, sys.stdout, requested_by=requested_by)
+    if path is None:
+        try:
+            report = export_subject(db, subject, sys.stdout, requested_by=requested_by)
+        except BrokenPipeError:  # `| head`: the reader left; the audit record says failed
+            print("memory-worker: stdout was closed before the export finished",
+                  file=sys.stderr)
+            raise typer.Exit(1) from None
         where = "stdout"
     else:
-        path = Path(output)
-        if path.is_dir():
-            print(f"memory-worker: {output} is a directory", file=sys.stderr)
-            raise typer.Exit(2)
         report = export_to_file(db, subject, path, requested_by=requested_by)
         where = str(path)
     counts = ", ".join(f"{n} {table}" for table, n in report.counts.items())
