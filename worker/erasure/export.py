@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from db.connector import Database
-from db.queries.erasure import PredKey, finish_audit, start_audit
+from db.queries.erasure import finish_audit, start_audit
 from db.queries.export import EXPORTED, RECORD_TABLES, STREAM_BATCH, stream_subject_records
+from worker.erasure.erase import predicate_key
 from worker.erasure.subject import Subject
 
 log = logging.getLogger(__name__)
@@ -78,13 +79,9 @@ def _line(out: TextIO, record: dict[str, Any]) -> None:
               + "\n")
 
 
-def _key(subject: Subject) -> PredKey:
-    return (subject.kind, subject.agent_id is not None, subject.company_id is not None)
-
-
 def _write_records(conn: Any, subject: Subject, out: TextIO, counts: dict[str, int],
                    batch: int) -> None:
-    key, params = _key(subject), subject.sql_params()
+    key, params = predicate_key(subject), subject.sql_params()
     for what in EXPORTED:
         for kind, events, line in stream_subject_records(conn, what, key, params,
                                                          batch=batch):
@@ -149,7 +146,8 @@ def export_to_file(db: Database, subject: Subject, path: Path, *,
     renamed when complete, so a file under the final name is always a whole export; a
     failed export leaves no file."""
     partial = path.with_name(path.name + ".partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    partial.unlink(missing_ok=True)  # left by an export whose process died
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
             report = export_subject(db, subject, out, requested_by=requested_by)
