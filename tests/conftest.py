@@ -125,7 +125,8 @@ def db(services: Services, settings):
 TABLES = ("trace_events", "write_log", "runs", "note_events", "judge_memo", "notes", "agents",
           "conversation_messages", "conversations", "examples", "manager_cycles",
           "note_access_pending", "conversation_tombstones", "principals",
-          "dead_letters", "chain_continuations", "erasure_fences", "erasures")
+          "dead_letters", "chain_continuations", "erasure_fences", "erasures",
+          "exports")
 
 
 @pytest.fixture(autouse=True)

@@ -184,3 +184,26 @@ def forget_subject(kind: str, subject_id: str, *, requested_by: str,
     if not wait:
         return result
     return dict(result.get(timeout=timeout))
+
+
+def export_subject(kind: str, subject_id: str, *, requested_by: str,
+                   agent: str | None = None, company: str | None = None,
+                   timeout: float | None = 600.0, wait: bool = True
+                   ) -> dict[str, Any] | AsyncResult:
+    """Export everything held about a subject (`memory.export`, on the manager queue) — a
+    user (optionally narrowed to `agent` and/or `company`), a company, an agent or a
+    conversation — as a JSON Lines file under `export_dir` on the manager worker's host.
+    Returns `path`, `counts` per table and `audit_id` (never the text), or the AsyncResult
+    with `wait=False`; `ok: false` with an `error` for a bad subject."""
+    from worker.app import task_names
+    from worker.celery_app import app
+
+    subject: dict[str, Any] = {"kind": kind, "subject_id": subject_id}
+    if agent is not None:
+        subject["within_agent"] = agent
+    if company is not None:
+        subject["within_company"] = company
+    result = app.send_task(task_names.EXPORT, args=[subject, requested_by])
+    if not wait:
+        return result
+    return dict(result.get(timeout=timeout))

@@ -174,6 +174,12 @@ class Settings(BaseSettings):
     # Lyon" 0.53, → "phone number is 555-0142" 0.41; ids from the context are surer).
     forget_match_similarity: float = Field(default=0.45, gt=0, le=1)
 
+    # --- exporting a subject (worker/erasure/export.py; `memory.export`) ---------------
+    # Where the `memory.export` task writes its files, on the worker's host (the CLI writes
+    # wherever --output says). Unset: <data_dir>/exports. Each file holds a subject's memory
+    # in clear: it is created readable by its owner only; remove it once delivered.
+    export_dir: Path | None = None
+
     # --- retention (worker/manager/retention.py; a maintenance phase) -------------------
     # Every window is in days; 0 keeps that data forever.
     # A run and its write log exist for exactly-once: a redelivered write finds its row and
@@ -265,6 +271,9 @@ class Settings(BaseSettings):
                 f"{floor_s / 86400:g} days: at least a day, and ten times the visibility "
                 "timeout plus the sequence gap timeout, so no redelivery outlives the log")
         return self
+
+    def export_directory(self) -> Path:
+        return self.export_dir if self.export_dir is not None else self.data_dir / "exports"
 
     def require_database_url(self) -> str:
         if not self.database_url:

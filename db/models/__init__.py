@@ -8,7 +8,7 @@ Modules: `base` (the metadata, scope columns and key, timestamps) · `memory` (a
 examples, pending access counts) · `runs` (runs, write log, candidates, trace events,
 principals, dead letters, chain continuations) · `conversations` (conversations, messages,
 tombstones) · `manager` (cycles, note events, judge memos) · `erasure` (erasure fences and
-the erasure audit record).
+the audit records of erasures and exports).
 """
 
 from db.models import (  # noqa: F401  (registers the tables)

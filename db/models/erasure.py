@@ -1,5 +1,5 @@
 """Forgetting on request: the fences that keep an erased subject's late writes out, and the
-audit record of every erasure (0012). Neither holds an erased id in clear."""
+audit records of every erasure (0012) and export (0015). None holds a subject's id in clear."""
 
 from __future__ import annotations
 
@@ -19,20 +19,29 @@ erasure_fences = Table(
     Column("seq_floor", BigInteger, nullable=False),
 )
 
-erasures = Table(
-    "erasures",
-    metadata,
-    Column("id", BigInteger, Identity(always=False), primary_key=True),
-    Column("subject_kind", Text, nullable=False),
-    Column("subject_hash", Text, nullable=False),
-    Column("requested_by", Text, nullable=False),
-    Column("status", Text, nullable=False),
-    Column("counts", JSONB, nullable=False, server_default=EMPTY_OBJECT),
-    Column("error", Text),
-    ts("started_at", nullable=False),
-    ts("finished_at"),
-    CheckConstraint("subject_kind IN ('user', 'company', 'agent', 'conversation')"),
-    CheckConstraint("length(requested_by) BETWEEN 1 AND 200"),
-    CheckConstraint("status IN ('running', 'done', 'failed')"),
-)
-Index("erasures_subject_idx", erasures.c.subject_hash, erasures.c.started_at)
+
+def _audit_table(name: str) -> Table:
+    """`erasures` and `exports`: who asked, the subject's kind and keyed hash, the status,
+    counts per table, when."""
+    table = Table(
+        name,
+        metadata,
+        Column("id", BigInteger, Identity(always=False), primary_key=True),
+        Column("subject_kind", Text, nullable=False),
+        Column("subject_hash", Text, nullable=False),
+        Column("requested_by", Text, nullable=False),
+        Column("status", Text, nullable=False),
+        Column("counts", JSONB, nullable=False, server_default=EMPTY_OBJECT),
+        Column("error", Text),
+        ts("started_at", nullable=False),
+        ts("finished_at"),
+        CheckConstraint("subject_kind IN ('user', 'company', 'agent', 'conversation')"),
+        CheckConstraint("length(requested_by) BETWEEN 1 AND 200"),
+        CheckConstraint("status IN ('running', 'done', 'failed')"),
+    )
+    Index(f"{name}_subject_idx", table.c.subject_hash, table.c.started_at)
+    return table
+
+
+erasures = _audit_table("erasures")
+exports = _audit_table("exports")

@@ -173,11 +173,22 @@ def count_memos(conn: Connection, key: PredKey, params: dict[str, Any]) -> int:
     return int(conn.execute(_count_memos_sql(key), params).scalar_one())
 
 
+# Every table a subject has rows in -> its predicate builder: the one scope rule erasure
+# deletes by and export (db/queries/export.py) reads by.
+_PREDICATES: dict[str, Any] = {
+    **{t: b for t, (_, b) in _PLAIN_TABLES.items()}, "runs": _runs,
+    "conversations": _conversations, "notes": _notes, "memory_candidates": _candidates}
+
+
+def subject_predicate(table: str, key: PredKey) -> str:
+    """The WHERE condition (over `table`'s own, unqualified columns; values bound as `:sid`,
+    `:s_agent`, `:s_company`) matching the subject's rows of `table`."""
+    return str(_PREDICATES[table](key))
+
+
 @cache
 def _count_sql(table: str, key: PredKey) -> TextClause:
-    pred = {**{t: b for t, (_, b) in _PLAIN_TABLES.items()}, "runs": _runs,
-            "conversations": _conversations, "notes": _notes,
-            "memory_candidates": _candidates}[table](key)
+    pred = subject_predicate(table, key)
     return text(f"SELECT count(*) FROM {table} WHERE {pred}")  # noqa: S608 - constants
 
 
@@ -214,8 +225,7 @@ def delete_batch(conn: Connection, table: str, key: PredKey,
 
 @cache
 def _select_ids_sql(table: str, key: PredKey) -> TextClause:
-    pred = {"notes": _notes, "memory_candidates": _candidates, "runs": _runs,
-            "conversations": _conversations}[table](key)
+    pred = subject_predicate(table, key)
     id_col = "run_id" if table == "runs" else "id"
     return text(f"SELECT {id_col} FROM {table} WHERE {pred} ORDER BY {id_col} "  # noqa: S608
                 "LIMIT :limit FOR UPDATE")
@@ -388,34 +398,45 @@ def subject_run_ids(conn: Connection, key: PredKey, params: dict[str, Any], *,
                                                  "offset": offset}).scalars())
 
 
-# --- the audit record -----------------------------------------------------------------------
+# --- the audit records ----------------------------------------------------------------------
+# `erasures` (0012) and `exports` (0015) share one shape: who asked, the subject's kind and
+# keyed hash (never its ids), the status, counts per table, when.
 
-_START_AUDIT = text("""
-INSERT INTO erasures (subject_kind, subject_hash, requested_by, status, started_at)
+AUDIT_TABLES = ("erasures", "exports")
+
+
+@cache
+def _audit_sql(table: str) -> tuple[TextClause, TextClause, TextClause]:
+    if table not in AUDIT_TABLES:
+        raise ValueError(f"not an audit table: {table}")
+    start = text(f"""
+INSERT INTO {table} (subject_kind, subject_hash, requested_by, status, started_at)
 VALUES (:kind, :hash, :requested_by, 'running', now()) RETURNING id
-""")
-_FINISH_AUDIT = text("""
-UPDATE erasures SET status = :status, counts = CAST(:counts AS jsonb), error = :error,
+""")  # noqa: S608 - constants
+    finish = text(f"""
+UPDATE {table} SET status = :status, counts = CAST(:counts AS jsonb), error = :error,
     finished_at = now()
 WHERE id = :id
-""")
-_LIST_AUDIT = text("""
+""")  # noqa: S608 - constants
+    listing = text(f"""
 SELECT id, subject_kind, subject_hash, requested_by, status, counts, error, started_at,
        finished_at
-FROM erasures ORDER BY id DESC LIMIT :limit
-""")
+FROM {table} ORDER BY id DESC LIMIT :limit
+""")  # noqa: S608 - constants
+    return start, finish, listing
 
 
-def start_audit(conn: Connection, kind: str, subject_hash: str, requested_by: str) -> int:
-    return int(conn.execute(_START_AUDIT, {"kind": kind, "hash": subject_hash,
-                                           "requested_by": requested_by}).scalar_one())
+def start_audit(conn: Connection, kind: str, subject_hash: str, requested_by: str, *,
+                table: str = "erasures") -> int:
+    return int(conn.execute(_audit_sql(table)[0], {
+        "kind": kind, "hash": subject_hash, "requested_by": requested_by}).scalar_one())
 
 
 def finish_audit(conn: Connection, audit_id: int, status: str, counts_json: str,
-                 error: str | None) -> None:
-    conn.execute(_FINISH_AUDIT, {"id": audit_id, "status": status, "counts": counts_json,
-                                 "error": error})
+                 error: str | None, *, table: str = "erasures") -> None:
+    conn.execute(_audit_sql(table)[1], {"id": audit_id, "status": status,
+                                        "counts": counts_json, "error": error})
 
 
-def list_audit(conn: Connection, limit: int) -> list[dict[str, Any]]:
-    return [dict(r._mapping) for r in conn.execute(_LIST_AUDIT, {"limit": limit})]
+def list_audit(conn: Connection, limit: int, *, table: str = "erasures") -> list[dict[str, Any]]:
+    return [dict(r._mapping) for r in conn.execute(_audit_sql(table)[2], {"limit": limit})]

@@ -21,7 +21,8 @@ COMMANDS = [["migrate"], ["stats"], ["write", "A", "User prefers tea.", "--user"
             ["context", "A", "what does the user drink?", "--user", "U"], ["notes", "list"],
             ["cycle", "list"], ["cycle", "run"], ["candidates", "list"], ["explain", "A", "tea"],
             ["agent", "show", "A"], ["dead-letters", "list"], ["erasures"],
-            ["forget", "user", "u-1", "--dry-run"]]
+            ["forget", "user", "u-1", "--dry-run"], ["exports"],
+            ["export", "user", "u-1", "--by", "dpo", "--output", "-"]]
 
 
 def _free_port() -> int:

@@ -19,9 +19,12 @@ from worker.app import task_names
 log = logging.getLogger(__name__)
 
 # Task name -> the setting that gives its result's expiry, in seconds.
-# A forget request's result names the forgotten notes with their text.
+# A forget request's result names the forgotten notes with their text. An export's result
+# holds no text (the file's path, counts, the audit id), but its caller waits for it like a
+# context's, and the path names where a subject's memory lies in clear: it goes as soon.
 SHORT_LIVED_RESULTS = {task_names.CONTEXT: "context_result_expires_s",
-                       task_names.FORGET_FACT: "context_result_expires_s"}
+                       task_names.FORGET_FACT: "context_result_expires_s",
+                       task_names.EXPORT: "context_result_expires_s"}
 
 
 @signals.task_postrun.connect

@@ -257,6 +257,37 @@ def memory_forget(subject: Any = None, requested_by: Any = None, dry_run: Any = 
     return report.as_dict()
 
 
+# Acknowledged late: an export whose worker died is delivered again and simply runs again
+# (a new file and audit record; the interrupted one is left `running`, its partial file
+# removed when it failed in the task, left behind when the process died).
+@app.task(name=task_names.EXPORT, acks_late=True)
+def memory_export(subject: Any = None, requested_by: Any = None, *extra: Any,
+                  **unexpected: Any) -> dict[str, Any]:
+    """Export everything held about a subject (the `subject` object of `memory.forget`) as
+    a JSON Lines file under `export_dir` on the worker's host: the file's path, counts per
+    table and the audit record's id; never the text."""
+    from worker.erasure import SubjectError, parse_subject
+    from worker.erasure.export import export_into
+
+    surplus = _surplus_arguments(task_names.EXPORT, "(subject, requested_by)", extra,
+                                 unexpected)
+    if surplus:
+        return surplus
+    if not isinstance(subject, dict):
+        return {"ok": False, "error": "subject must be an object with kind and subject_id"}
+    if not isinstance(requested_by, str) or not requested_by.strip() or len(requested_by) > 200:
+        return {"ok": False, "error": "requested_by must name who asked (1-200 characters)"}
+    try:
+        parsed = parse_subject(subject.get("kind"), subject.get("subject_id"),
+                               subject.get("within_agent"), subject.get("within_company"))
+    except SubjectError as exc:
+        return {"ok": False, "error": str(exc)}
+    runtime = get_runtime()
+    path, report = export_into(runtime.db, parsed, runtime.settings.export_directory(),
+                               requested_by=requested_by)
+    return {**report.as_dict(), "path": str(path)}
+
+
 # --- memory candidates (SPEC 5; worker/writes/candidates.py) ---------------------------------
 # On the write queue: a promotion is a write of the candidate's run and takes its lock.
 

@@ -2,8 +2,8 @@
 
 One module per command group, named after it: `run` (migrate, up, worker, beat, demo),
 `agent`, `memory` (context, write, explain, stats), `notes`, `cycle`, `candidates`,
-`dead_letters`, `health`, `forget` (forget, erasures, reapply-erasures); `output` holds
-what they share.
+`dead_letters`, `health`, `forget` (forget, erasures, reapply-erasures), `export` (export,
+exports); `output` holds what they share.
 This module only assembles them.
 """
 
@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from worker.cli import forget, memory, run
+from worker.cli import export, forget, memory, run
 from worker.cli.agent import agent_cli
 from worker.cli.candidates import candidates_cli
 from worker.cli.cycle import cycle_cli
@@ -32,7 +32,8 @@ cli = typer.Typer(
     pretty_exceptions_enable=False,
 )
 for command in (run.migrate, run.up, run.worker, run.beat, run.demo, memory.context,
-                memory.explain, memory.stats, memory.write, forget.forget, forget.erasures):
+                memory.explain, memory.stats, memory.write, forget.forget, forget.erasures,
+                export.export, export.exports):
     cli.command()(command)
 cli.command("reapply-erasures")(forget.reapply_erasures)
 for group, name in ((agent_cli, "agent"), (health_cli, "health"), (cycle_cli, "cycle"),

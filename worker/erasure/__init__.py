@@ -3,7 +3,8 @@
 `subject` (who: a user — optionally narrowed to an agent and/or company —, a company, an
 agent, a conversation; the keyed hash kept instead of ids) · `fence` (the rule the write path
 and conversation records check) · `erase` (bounded batches over every table, the audit
-record, dry runs) · `redis_keys` (counters, task results, shared vectors).
+record, dry runs) · `redis_keys` (counters, task results, shared vectors) · `export`
+(everything held about a subject as JSON Lines, streamed, with its own audit record).
 """
 
 from __future__ import annotations

@@ -74,7 +74,9 @@ class ErasureReport:
                 "audit_id": self.audit_id, "passes": self.passes}
 
 
-def _key(subject: Subject) -> PredKey:
+def predicate_key(subject: Subject) -> PredKey:
+    """Which predicates match the subject's rows (db/queries/erasure.py): erasure's and
+    export's."""
     return (subject.kind, subject.agent_id is not None, subject.company_id is not None)
 
 
@@ -95,7 +97,7 @@ def _principal_ids(subject: Subject) -> dict[str, set[str]]:
 def plan_erasure(db: Database, subject: Subject, redis: RedisEraser | None) -> ErasureReport:
     """What an erasure would delete, per table and Redis key kind; changes nothing."""
     report = ErasureReport(subject.kind, subject.hash, dry_run=True)
-    key, params = _key(subject), _params(subject)
+    key, params = predicate_key(subject), _params(subject)
     run_ids: list[str] = []
     with db.transaction() as conn:
         for table in ERASED_TABLES:
@@ -123,7 +125,7 @@ class _Pass:
 
     def __init__(self, db: Database, subject: Subject, counts: Counter[str]) -> None:
         self.db, self.subject, self.counts = db, subject, counts
-        self.key, self.params = _key(subject), _params(subject)
+        self.key, self.params = predicate_key(subject), _params(subject)
         self.task_ids: set[str] = set()
         self.run_ids: set[str] = set()
         self.note_texts: list[str] = []
