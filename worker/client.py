@@ -187,11 +187,11 @@ def forget_subject(kind: str, subject_id: str, *, requested_by: str,
 
 
 def export_subject(kind: str, subject_id: str, *, requested_by: str,
-                   agent: str | None = None, company: str | None = None,
+                   agent_id: str | None = None, company_id: str | None = None,
                    timeout: float | None = 600.0, wait: bool = True
                    ) -> dict[str, Any] | AsyncResult:
     """Export everything held about a subject (`memory.export`, on the manager queue) — a
-    user (optionally narrowed to `agent` and/or `company`), a company, an agent or a
+    user (optionally narrowed to `agent_id` and/or `company_id`), a company, an agent or a
     conversation — as a JSON Lines file under `export_dir` on the manager worker's host.
     Returns `path`, `counts` per table and `audit_id` (never the text), or the AsyncResult
     with `wait=False`; `ok: false` with an `error` for a bad subject."""
@@ -199,10 +199,10 @@ def export_subject(kind: str, subject_id: str, *, requested_by: str,
     from worker.celery_app import app
 
     subject: dict[str, Any] = {"kind": kind, "subject_id": subject_id}
-    if agent is not None:
-        subject["within_agent"] = agent
-    if company is not None:
-        subject["within_company"] = company
+    if agent_id is not None:
+        subject["within_agent"] = agent_id
+    if company_id is not None:
+        subject["within_company"] = company_id
     result = app.send_task(task_names.EXPORT, args=[subject, requested_by])
     if not wait:
         return result

@@ -179,6 +179,9 @@ class Settings(BaseSettings):
     # wherever --output says). Unset: <data_dir>/exports. Each file holds a subject's memory
     # in clear: it is created readable by its owner only; remove it once delivered.
     export_dir: Path | None = None
+    # Export files (and leftovers of interrupted exports) in `export_dir` older than this are
+    # deleted by the retention phase on the manager worker's host; 0 keeps them.
+    export_file_retention_days: float = Field(default=7.0, ge=0)
 
     # --- retention (worker/manager/retention.py; a maintenance phase) -------------------
     # Every window is in days; 0 keeps that data forever.

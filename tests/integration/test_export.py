@@ -272,7 +272,7 @@ def test_export_task_and_client(write, settings, embedder, services, tmp_path):
     set_runtime(runtime)
     try:
         write(run_context(f"run-{VICTIM}", user=VICTIM, company="acme"), VICTIM_TEXT)
-        result = export_subject("user", VICTIM, agent="A", requested_by="ticket 12")
+        result = export_subject("user", VICTIM, agent_id="A", requested_by="ticket 12")
         assert result["ok"] and result["counts"]["notes"] == 1, result
         assert VICTIM not in json.dumps(result) and "iguana" not in json.dumps(result)
         path = tmp_path / "x" / result["path"].rsplit("/", 1)[-1]

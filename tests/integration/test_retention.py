@@ -300,3 +300,26 @@ def test_a_page_in_progress_does_not_block_writes(runtime, services, write):
         writer.start()
         writer.join(timeout=20)
         assert done and done[0]["disposition"] == "written"
+
+
+def test_export_files_past_their_window_go_and_nothing_else_in_the_directory(
+        runtime, services, tmp_path):
+    import os
+
+    now = now_utc()
+    settings = runtime.settings.model_copy(update={"export_dir": tmp_path})
+    old = tmp_path / "export-user-0123456789abcdef-20250101T000000Z-aa.jsonl"
+    stray = tmp_path / "export-user-0123456789abcdef-20250101T000000Z-bb.jsonl.partial"
+    young = tmp_path / "export-company-fedcba9876543210-20250107T000000Z-cc.jsonl"
+    unrelated = tmp_path / "notes-of-the-operator.jsonl"
+    for path, age in ((old, 8), (stray, 8), (young, 6), (unrelated, 400)):
+        path.write_text('{"type": "header"}\n')
+        at = (now - age * DAY).timestamp()
+        os.utime(path, (at, at))
+    counts = enforce_retention(phase_deps(runtime, now=now, settings=settings))
+    assert counts["export_files"] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([young.name, unrelated.name])
+    kept = settings.model_copy(update={"export_file_retention_days": 0})
+    assert "export_files" not in enforce_retention(phase_deps(runtime, now=now + 30 * DAY,
+                                                              settings=kept))
+    assert young.exists()

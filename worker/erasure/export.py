@@ -164,3 +164,24 @@ def export_into(db: Database, subject: Subject, directory: Path, *,
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = directory / export_filename(subject, datetime.now(UTC))
     return path, export_to_file(db, subject, path, requested_by=requested_by)
+
+
+def prune_export_files(directory: Path, cutoff: datetime, *, limit: int) -> int:
+    """Delete export files (and leftovers of interrupted exports) last written before
+    `cutoff`: each is a subject's memory in clear, meant to be delivered, not kept. Only
+    files named as `export_filename` names them are touched. Returns how many went."""
+    if not directory.is_dir():
+        return 0
+    deleted = 0
+    for path in sorted(directory.glob("export-*.jsonl*")):
+        if deleted >= limit:
+            break
+        if not path.name.endswith((".jsonl", ".jsonl.partial")) or not path.is_file():
+            continue
+        try:
+            if datetime.fromtimestamp(path.stat().st_mtime, UTC) < cutoff:
+                path.unlink()
+                deleted += 1
+        except FileNotFoundError:
+            continue
+    return deleted

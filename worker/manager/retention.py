@@ -23,7 +23,9 @@ What goes, and what never does:
 - note events by age, of notes retired for longer than the window, except each note's
   latest; all events of an injectable note stay;
 - manager cycles by age, except the newest `cycle_keep_last` and the rows the next cycle
-  reads.
+  reads;
+- export files (`memory.export`'s, a subject's memory in clear) in `export_dir` on this host,
+  by age.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from db.queries.retention import (
     prune_trace_page,
     trim_note_events_page,
 )
+from worker.erasure.export import prune_export_files
 from worker.manager.deps import PhaseDeps, bump
 
 
@@ -79,6 +82,10 @@ def enforce_retention(deps: PhaseDeps) -> dict[str, Any]:
                 tables.remove(table)
     counts["pages"] = pages
     counts["budget_exhausted"] = bool(tables)
+    files_cutoff = _cutoff(deps.now, settings.export_file_retention_days)
+    if files_cutoff is not None:
+        counts["export_files"] = prune_export_files(
+            settings.export_directory(), files_cutoff, limit=settings.retention_page_size)
     # Where the note-event scan continues next maintenance (0: from the start).
     counts["watermark"] = {"note_events_after": state["cursor"]}
     return counts
