@@ -18,8 +18,10 @@ several tables), with the pieces every path shares beside them:
   · `consolidation` · `maintenance` (importance, decay, expiry, pruning pages) ·
   `retention` (deleting old rows, erasing retired notes' content) · `conversations`
   (ingestion, extraction's reads, examples)
-- forgetting on request: `erasure` (a subject's rows, fences, the audit log) · `forget` (a
-  run forgets one fact of its user)
+- forgetting on request: `erasure` (a subject's rows by table) · `fences` (what keeps an
+  erased subject's late writes out) · `audit` (the records of erasures and exports) ·
+  `export` (a subject's rows as JSON Lines) · `reapply` (after a restore) · `forget` (a run
+  forgets one fact of its user; what extraction must not learn again)
 - operations: `inspect` (notes for the CLI) · `stats` · `dead_letters` · `continuations`
 - shared: `agents` (configuration rows) · `lattice` (scope columns, visible rows) ·
   `vectors` (numpy <-> pgvector)

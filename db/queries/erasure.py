@@ -1,5 +1,6 @@
 """Forgetting on request (worker/erasure/): the subject's rows by table, deleted in bounded
-batches; provenance in kept rows that names the subject, cleared; fences and audit records.
+batches; provenance in kept rows that names the subject, cleared. The fences are in
+db/queries/fences.py, the audit records in db/queries/audit.py.
 
 A subject is matched by a predicate per table, chosen from constants by the subject's kind
 (and, for a user, whether it is narrowed to an agent and/or company); values are always
@@ -10,62 +11,10 @@ SKIP LOCKED: a row a write holds is waited for, not left behind) and `LIMIT :lim
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, TextClause, text
-
-# Writes take this lock shared (every write, under its run's lock); setting a fence takes it
-# exclusive. So once the fence commits, every write that did not see it has committed (its
-# rows are found by the batches that follow) and every later write sees it.
-_FENCE_LOCK_KEY = "hashtextextended('memory.erasure-fence', 0)"
-_LOCK_FENCE_SHARED = text(f"SELECT pg_advisory_xact_lock_shared({_FENCE_LOCK_KEY})")
-_LOCK_FENCE_EXCLUSIVE = text(f"SELECT pg_advisory_xact_lock({_FENCE_LOCK_KEY})")
-
-_FENCES = text("""
-SELECT subject_hash, erased_at, seq_floor FROM erasure_fences
-WHERE subject_hash = ANY(:hashes)
-""")
-
-_SET_FENCE = text("""
-INSERT INTO erasure_fences (subject_hash, erased_at, seq_floor)
-VALUES (:hash, now(), :seq_floor)
-ON CONFLICT (subject_hash) DO UPDATE
-SET erased_at = greatest(erasure_fences.erased_at, EXCLUDED.erased_at),
-    seq_floor = greatest(erasure_fences.seq_floor, EXCLUDED.seq_floor)
-RETURNING erased_at
-""")
-
-_RUN_BEGAN = text("SELECT created_at FROM runs WHERE run_id = :run_id")
-_CONVERSATION_BEGAN = text("SELECT created_at FROM conversations WHERE id = :id")
-
-
-def lock_fences_shared(conn: Connection) -> None:
-    conn.execute(_LOCK_FENCE_SHARED)
-
-
-def fences_for(conn: Connection, hashes: list[str]) -> list[dict[str, Any]]:
-    """The fences of these subject hashes. Call after `lock_fences_shared`, in a statement
-    of its own (READ COMMITTED takes the snapshot when a statement starts)."""
-    if not hashes:
-        return []
-    return [dict(r._mapping) for r in conn.execute(_FENCES, {"hashes": hashes})]
-
-
-def run_began_at(conn: Connection, run_id: str) -> datetime | None:
-    return conn.execute(_RUN_BEGAN, {"run_id": run_id}).scalar()
-
-
-def conversation_began_at(conn: Connection, conversation_id: str) -> datetime | None:
-    return conn.execute(_CONVERSATION_BEGAN, {"id": conversation_id}).scalar()
-
-
-def set_fence(conn: Connection, subject_hash: str, seq_floor: int) -> datetime:
-    """Set (or move forward) a subject's fence; waits for writes in flight to commit."""
-    conn.execute(_LOCK_FENCE_EXCLUSIVE)
-    return conn.execute(_SET_FENCE, {"hash": subject_hash, "seq_floor": seq_floor}).scalar_one()
-
 
 # --- predicates --------------------------------------------------------------------------------
 
@@ -396,47 +345,3 @@ def subject_run_ids(conn: Connection, key: PredKey, params: dict[str, Any], *,
     """A page of the subject's run ids (the dry run's Redis counts)."""
     return list(conn.execute(_run_ids_sql(key), {**params, "limit": limit,
                                                  "offset": offset}).scalars())
-
-
-# --- the audit records ----------------------------------------------------------------------
-# `erasures` (0012) and `exports` (0015) share one shape: who asked, the subject's kind and
-# keyed hash (never its ids), the status, counts per table, when.
-
-AUDIT_TABLES = ("erasures", "exports")
-
-
-@cache
-def _audit_sql(table: str) -> tuple[TextClause, TextClause, TextClause]:
-    if table not in AUDIT_TABLES:
-        raise ValueError(f"not an audit table: {table}")
-    start = text(f"""
-INSERT INTO {table} (subject_kind, subject_hash, requested_by, status, started_at)
-VALUES (:kind, :hash, :requested_by, 'running', now()) RETURNING id
-""")  # noqa: S608 - constants
-    finish = text(f"""
-UPDATE {table} SET status = :status, counts = CAST(:counts AS jsonb), error = :error,
-    finished_at = now()
-WHERE id = :id
-""")  # noqa: S608 - constants
-    listing = text(f"""
-SELECT id, subject_kind, subject_hash, requested_by, status, counts, error, started_at,
-       finished_at
-FROM {table} ORDER BY id DESC LIMIT :limit
-""")  # noqa: S608 - constants
-    return start, finish, listing
-
-
-def start_audit(conn: Connection, kind: str, subject_hash: str, requested_by: str, *,
-                table: str = "erasures") -> int:
-    return int(conn.execute(_audit_sql(table)[0], {
-        "kind": kind, "hash": subject_hash, "requested_by": requested_by}).scalar_one())
-
-
-def finish_audit(conn: Connection, audit_id: int, status: str, counts_json: str,
-                 error: str | None, *, table: str = "erasures") -> None:
-    conn.execute(_audit_sql(table)[1], {"id": audit_id, "status": status,
-                                        "counts": counts_json, "error": error})
-
-
-def list_audit(conn: Connection, limit: int, *, table: str = "erasures") -> list[dict[str, Any]]:
-    return [dict(r._mapping) for r in conn.execute(_audit_sql(table)[2], {"limit": limit})]

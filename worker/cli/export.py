@@ -74,7 +74,7 @@ def exports(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The export audit log: who asked, the subject's kind and keyed hash, counts, when."""
-    from db.queries.erasure import list_audit
+    from db.queries.audit import list_audit
     from worker.erasure.export import AUDIT_TABLE
     from worker.runtime import get_runtime
 

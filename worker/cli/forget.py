@@ -68,7 +68,7 @@ def erasures(
 ) -> None:
     """The erasure audit log: who asked, the subject's kind and keyed hash, counts, when.
     Keep a copy outside database backups (see README: restoring a backup)."""
-    from db.queries.erasure import list_audit
+    from db.queries.audit import list_audit
     from worker.runtime import get_runtime
 
     with get_runtime().db.read() as conn:

@@ -27,6 +27,7 @@ from typing import Any
 from sqlalchemy import exc as sa_exc
 
 from db.connector import Database
+from db.queries.audit import finish_audit, start_audit
 from db.queries.erasure import (
     ERASED_TABLES,
     PredKey,
@@ -42,12 +43,10 @@ from db.queries.erasure import (
     delete_notes,
     delete_orphan_principals,
     delete_runs,
-    finish_audit,
     select_batch,
-    set_fence,
-    start_audit,
     subject_run_ids,
 )
+from db.queries.fences import set_fence
 from worker.erasure.fence import SEQ_FLOOR_MARGIN_US
 from worker.erasure.redis_keys import RedisEraser
 from worker.erasure.subject import Subject

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from db.connector import Database
-from db.queries.erasure import finish_audit, start_audit
+from db.queries.audit import finish_audit, start_audit
 from db.queries.export import EXPORTED, RECORD_TABLES, STREAM_BATCH, stream_subject_records
 from worker.erasure.erase import predicate_key
 from worker.erasure.subject import Subject

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection
 
-from db.queries.erasure import (
+from db.queries.fences import (
     conversation_began_at,
     fences_for,
     lock_fences_shared,

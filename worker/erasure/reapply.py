@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from db.connector import Database
-from db.queries.erasure import set_fence
+from db.queries.fences import set_fence
 from db.queries.reapply import single_ids, user_identities
 from worker.erasure.erase import ErasureReport, erase_subject
 from worker.erasure.fence import SEQ_FLOOR_MARGIN_US
