@@ -15,7 +15,7 @@ OTHER_FACT = "User prefers dark mode in the dashboard."
 
 def _forget(runtime, run, seq: int, *, prev: int | None = None, **request):
     from worker.erasure.fact import forget_fact
-    from worker.writes.sequencing import WriteResult
+    from worker.writes.operation import WriteResult
 
     outcome = forget_fact(runtime.write_deps(), run, request, seq,
                           prev_payload=seq - 1 if prev is None else prev)
@@ -122,7 +122,7 @@ def test_nothing_matching_is_a_clear_answer(runtime, seed, services):
 
 def test_the_request_waits_for_the_runs_earlier_write_and_forgets_it(runtime, write):
     from worker.erasure.fact import forget_fact
-    from worker.writes.sequencing import WaitForSequence
+    from worker.writes.operation import WaitForSequence
 
     run = run_context("run-f6")
     early = forget_fact(runtime.write_deps(), run, {"about": "home address"}, 2,

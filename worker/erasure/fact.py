@@ -44,15 +44,9 @@ from db.scope import RequestScope, ScopeConfig, ScopeError
 from worker.agents import config_from_row
 from worker.writes.admission import TraceEventName
 from worker.writes.attempt import Outcome
+from worker.writes.operation import Step, WaitForSequence, WriteDeps, WriteResult
 from worker.writes.payloads import Invalid, RunContext, payload_digest
-from worker.writes.sequencing import (
-    Step,
-    WaitForSequence,
-    WriteDeps,
-    WriteResult,
-    apply_in_order,
-    parse_sequenced,
-)
+from worker.writes.sequencing import apply_in_order, parse_sequenced
 
 MAX_ABOUT = 500
 MAX_NOTE_IDS = 100

@@ -22,6 +22,14 @@ from worker.agents import config_from_row
 from worker.embeddings import EmbeddingError
 from worker.writes.admission import TraceEventName, resolve_policy
 from worker.writes.attempt import Embedding, Outcome, WriteAttempt, embeddable_text
+from worker.writes.operation import (
+    Clock,
+    Step,
+    WaitForSequence,
+    WriteDeps,
+    WriteResult,
+    utc_now,
+)
 from worker.writes.payloads import (
     NON_FINITE,
     Invalid,
@@ -32,16 +40,7 @@ from worker.writes.payloads import (
     payload_digest,
 )
 from worker.writes.pipeline import run_guards
-from worker.writes.sequencing import (
-    Clock,
-    Step,
-    WaitForSequence,
-    WriteDeps,
-    WriteResult,
-    apply_in_order,
-    parse_sequenced,
-    utc_now,
-)
+from worker.writes.sequencing import apply_in_order, parse_sequenced
 
 __all__ = ["PERSISTED", "Clock", "WaitForSequence", "WriteDeps", "WriteResult",
            "apply_memory_write", "embed_text", "prefetch_embeddings", "utc_now"]
