@@ -495,6 +495,33 @@ def others_notes(conn: psycopg.Connection) -> int:
                             (VICTIM,)).fetchone()[0])  # type: ignore[index]
 
 
+def probe_note_delete(db: Any, count: int = 50) -> tuple[float, float]:
+    """ms per note of the erasure's note delete (`delete_notes`) of another user's notes,
+    with the proposed indexes and with the two on notes dropped, each in a transaction
+    rolled back: what the migrations' schema costs per note at this size."""
+    from sqlalchemy import text
+
+    from db.queries.erasure import delete_notes
+
+    def ids_of(conn: Any, user: int) -> list[Any]:
+        return list(conn.execute(text("SELECT id FROM notes WHERE user_id = :u LIMIT :n"),
+                                 {"u": user_name(user), "n": count}).scalars())
+
+    out = []
+    with db.engine.connect() as conn:
+        for drop in (False, True):
+            tx = conn.begin()
+            if drop:
+                conn.execute(text("DROP INDEX notes_consolidated_into_idx, "
+                                  "notes_superseded_by_idx"))
+            ids = ids_of(conn, 3 if drop else 2)
+            started = time.perf_counter()
+            delete_notes(conn, ids)
+            out.append((time.perf_counter() - started) * 1000 / max(1, len(ids)))
+            tx.rollback()
+    return out[0], out[1]
+
+
 def latency_row(label: str, values: list[float]) -> str:
     if not values:
         return f"| {label} | 0 | - | - | - | - |"
@@ -601,7 +628,8 @@ def main() -> None:
         with psycopg.connect(database_url, autocommit=True) as conn:
             left = victim_left(conn, loader.victim_note_ids)
             others_after = others_notes(conn)
-        created = sum(1 for _, _, d in records if d in ("written", "superseded-own"))
+        # Only `written` adds a note (`superseded-own` rewrites the run's own note in place).
+        created = sum(1 for _, _, d in records if d == "written")
         baseline = [ms for at, ms, _ in records if baseline_from <= at < erase_from]
         during = [ms for at, ms, _ in records if erase_from <= at <= erase_to]
         bad = sorted({d for _, _, d in records} - {"written", "superseded-own", "deduped"})
@@ -633,6 +661,13 @@ def main() -> None:
                   f"{others_after:,} after, {created} added by the concurrent writes ("
                   + ("as expected" if others_after == others_before + created else "MISMATCH")
                   + ")" + (f"; unexpected write outcomes: {bad}" if bad else "") + "."]
+        if args.proposed_indexes:
+            with_ms, without_ms = probe_note_delete(db)
+            lines += ["", f"Probe (transactions rolled back): deleting a note as the erasure "
+                      f"does costs {with_ms:.1f} ms with the proposed indexes and "
+                      f"{without_ms:.0f} ms without the two on notes (the migrations' schema) "
+                      f"at this size: {without_ms * args.victim_notes / 1000:,.0f} s for the "
+                      f"victim's {args.victim_notes:,} notes."]
         table = "\n".join(lines) + "\n"
         print(table)
         out = ROOT / "bench" / "results"
