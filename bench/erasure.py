@@ -1,7 +1,11 @@
 """Erasure benchmark: erase one user from a large database while other users keep writing.
 
-    .venv/bin/python bench/erasure.py                  # 1M notes, victim 10k notes (~30 min)
-    .venv/bin/python bench/erasure.py --quick          # 100k notes, victim 2k notes
+    .venv/bin/python bench/erasure.py                  # 1M notes, victim 10k notes
+    .venv/bin/python bench/erasure.py --quick          # 100k notes, victim 2k notes (~5 min)
+    .venv/bin/python bench/erasure.py --proposed-indexes   # with PROPOSED_INDEXES (~8 min)
+
+On the migrations' schema the default size runs for hours on 2 cores: each deleted note
+costs two sequential scans of `notes` (see PROPOSED_INDEXES and docs/benchmarks.md).
     .venv/bin/python bench/erasure.py --notes 300000 --victim-notes 5000
 
 Embedded PostgreSQL + Redis in a temp dir, every migration applied (all indexes in place
