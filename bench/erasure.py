@@ -1,12 +1,12 @@
 """Erasure benchmark: erase one user from a large database while other users keep writing.
 
-    .venv/bin/python bench/erasure.py                  # 1M notes, victim 10k notes
-    .venv/bin/python bench/erasure.py --quick          # 100k notes, victim 2k notes (~5 min)
-    .venv/bin/python bench/erasure.py --proposed-indexes   # with PROPOSED_INDEXES (~8 min)
-
-On the migrations' schema the default size runs for hours on 2 cores: each deleted note
-costs two sequential scans of `notes` (see PROPOSED_INDEXES and docs/benchmarks.md).
+    .venv/bin/python bench/erasure.py                  # 1M notes, victim 10k notes (~10 min)
+    .venv/bin/python bench/erasure.py --quick          # 100k notes, victim 2k notes (~2 min)
     .venv/bin/python bench/erasure.py --notes 300000 --victim-notes 5000
+
+Before migration 0017 the default size ran for hours on 2 cores: each deleted note cost two
+sequential scans of `notes` (unindexed foreign keys); the probe at the end measures that
+cost again, by dropping the two indexes inside a transaction that is rolled back.
 
 Embedded PostgreSQL + Redis in a temp dir, every migration applied (all indexes in place
 before the load: the erasure is measured against the real schema). The database is filled
@@ -71,19 +71,6 @@ CONVERSATIONS_PER_USER = 5
 NOTE_COLUMNS = ("id, agent_id, user_id, company_id, type, note, content_hash, status, embedding, "
                 "embedding_model, source_agent_run_id, source_conversation_id, "
                 "consolidated_into_note_id, valid_from, valid_to, created_at, updated_at")
-# Not in the schema: indexes on the foreign keys that point at notes and candidates, which a
-# delete of a note (or candidate) must check for references. `--proposed-indexes` adds them
-# after the migrations, to measure what they change; without the flag the schema is the
-# migrations' own.
-PROPOSED_INDEXES = (
-    "CREATE INDEX notes_consolidated_into_idx ON notes (consolidated_into_note_id) "
-    "WHERE consolidated_into_note_id IS NOT NULL",
-    "CREATE INDEX notes_superseded_by_idx ON notes (superseded_by) WHERE superseded_by IS NOT NULL",
-    "CREATE INDEX memory_candidates_note_idx ON memory_candidates (note_id) "
-    "WHERE note_id IS NOT NULL",
-    "CREATE INDEX write_log_candidate_idx ON write_log (candidate_id) "
-    "WHERE candidate_id IS NOT NULL",
-)
 NOTE_TYPES = ["uuid", "text", "text", "text", "text", "text", "text", "text", "vector", "text",
               "text", "text", "uuid", "timestamptz", "timestamptz", "timestamptz",
               "timestamptz"]
@@ -501,8 +488,8 @@ def others_notes(conn: psycopg.Connection) -> int:
 
 def probe_note_delete(db: Any, count: int = 50) -> tuple[float, float]:
     """ms per note of the erasure's note delete (`delete_notes`) of another user's notes,
-    with the proposed indexes and with the two on notes dropped, each in a transaction
-    rolled back: what the migrations' schema costs per note at this size."""
+    on the schema and with 0017's two foreign-key indexes on notes dropped, each in a
+    transaction rolled back: what those indexes save per note at this size."""
     from sqlalchemy import text
 
     from db.queries.erasure import delete_notes
@@ -549,8 +536,6 @@ def main() -> None:
     parser.add_argument("--victim-candidates", type=int, default=500)
     parser.add_argument("--write-interval", type=float, default=0.05,
                         help="seconds between two concurrent writes (20 a second)")
-    parser.add_argument("--proposed-indexes", action="store_true",
-                        help="add PROPOSED_INDEXES (not in the migrations) before loading")
     parser.add_argument("--baseline-s", type=float, default=60.0)
     parser.add_argument("--warmup-s", type=float, default=10.0)
     args = parser.parse_args()
@@ -575,10 +560,6 @@ def main() -> None:
     writer: Any = None
     try:
         migrate(database_url)
-        if args.proposed_indexes:
-            with psycopg.connect(database_url, autocommit=True) as conn:
-                for statement in PROPOSED_INDEXES:
-                    conn.execute(statement)  # type: ignore[arg-type]
         began = time.perf_counter()
         load_s: dict[str, float] = {}
         with psycopg.connect(database_url) as conn:
@@ -638,10 +619,9 @@ def main() -> None:
         during = [ms for at, ms, _ in records if erase_from <= at <= erase_to]
         bad = sorted({d for _, _, d in records} - {"written", "superseded-own", "deduped"})
 
-        schema = ("migrations + proposed foreign-key indexes" if args.proposed_indexes
-                  else "the migrations' schema")
         lines = [
-            f"Schema: {schema}. Database: {total_notes:,} notes ({args.users:,} users, 2 % "
+            "Schema: the migrations' (0017 included). "
+            f"Database: {total_notes:,} notes ({args.users:,} users, 2 % "
             f"company-wide and agent-wide), {size_mb:,} MB; loaded in {load_total:.0f} s ("
             + ", ".join(f"{k} {v:.0f} s" for k, v in load_s.items()) + ").",
             "",
@@ -665,19 +645,17 @@ def main() -> None:
                   f"{others_after:,} after, {created} added by the concurrent writes ("
                   + ("as expected" if others_after == others_before + created else "MISMATCH")
                   + ")" + (f"; unexpected write outcomes: {bad}" if bad else "") + "."]
-        if args.proposed_indexes:
-            with_ms, without_ms = probe_note_delete(db)
-            lines += ["", f"Probe (transactions rolled back): deleting a note as the erasure "
-                      f"does costs {with_ms:.1f} ms with the proposed indexes and "
-                      f"{without_ms:.0f} ms without the two on notes (the migrations' schema) "
-                      f"at this size: {without_ms * args.victim_notes / 1000:,.0f} s for the "
-                      f"victim's {args.victim_notes:,} notes."]
+        with_ms, without_ms = probe_note_delete(db)
+        lines += ["", f"Probe (transactions rolled back): deleting a note as the erasure "
+                  f"does costs {with_ms:.1f} ms on this schema and {without_ms:.0f} ms "
+                  f"without 0017's two foreign-key indexes on notes, at this size: "
+                  f"{without_ms * args.victim_notes / 1000:,.0f} s for the victim's "
+                  f"{args.victim_notes:,} notes."]
         table = "\n".join(lines) + "\n"
         print(table)
         out = ROOT / "bench" / "results"
         out.mkdir(exist_ok=True)
-        name = ("erasure" + ("_quick" if args.quick else "")
-                + ("_fk" if args.proposed_indexes else ""))
+        name = "erasure" + ("_quick" if args.quick else "")
         (out / f"{name}.md").write_text(table)
     finally:
         if writer is not None and writer.is_alive():

@@ -228,3 +228,14 @@ Index(
     examples.c.created_at,
     postgresql_where=text(INJECTABLE_SQL),
 )
+
+# What erasing a subject looks up (0017): the foreign keys a note's delete checks, the
+# subject's own notes, the provenance it clears.
+Index("notes_consolidated_into_idx", notes.c.consolidated_into_note_id,
+      postgresql_where=text("consolidated_into_note_id IS NOT NULL"))
+Index("notes_superseded_by_idx", notes.c.superseded_by,
+      postgresql_where=text("superseded_by IS NOT NULL"))
+Index("notes_source_conversation_idx", notes.c.source_conversation_id,
+      postgresql_where=text("source_conversation_id IS NOT NULL"))
+Index("notes_user_idx", notes.c.user_id, postgresql_where=text("user_id IS NOT NULL"))
+Index("notes_company_idx", notes.c.company_id, postgresql_where=text("company_id IS NOT NULL"))

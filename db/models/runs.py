@@ -213,3 +213,11 @@ chain_continuations = Table(
     Column("last_error", Text),
     ts("created_at", defaultNOW=True, nullable=False),
 )
+
+# What erasing a subject looks up (0017): the foreign keys a candidate's delete checks, and
+# a user's runs.
+Index("memory_candidates_note_idx", memory_candidates.c.note_id,
+      postgresql_where=text("note_id IS NOT NULL"))
+Index("write_log_candidate_idx", write_log.c.candidate_id,
+      postgresql_where=text("candidate_id IS NOT NULL"))
+Index("runs_user_idx", runs.c.user_id, postgresql_where=text("user_id IS NOT NULL"))
