@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -662,6 +663,7 @@ def main() -> None:
             writer.terminate()
         dispose_all()
         stack.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)  # gigabytes at full size
 
 
 if __name__ == "__main__":
