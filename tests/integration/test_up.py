@@ -41,16 +41,22 @@ def test_up_starts_the_embedded_stack_and_ctrl_c_stops_it(tmp_path):
     env["MEMORY_FLOWER_PORT"] = str(_free_port())
     output = tmp_path / "up.log"
 
-    def start() -> subprocess.Popen[bytes]:
+    def start(sigint_ignored: bool) -> subprocess.Popen[bytes]:
+        # The second start as a non-interactive shell's background job would be: launched
+        # with SIGINT ignored, which Python keeps; Ctrl-C must still stop it.
+        def launcher() -> None:
+            if sigint_ignored:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+
         with open(output, "ab") as log:
             return subprocess.Popen(
                 [sys.executable, "-m", "worker.cli", "up", "--data-dir", str(data_dir)],
                 cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
+                start_new_session=True, preexec_fn=launcher,
             )
 
     for round_no in (1, 2):
-        up = start()
+        up = start(sigint_ignored=round_no == 2)
         try:
             wait_until(lambda n=round_no: output.read_text().count("Ready.") >= n,
                        timeout=180, interval=0.5)
@@ -61,7 +67,13 @@ def test_up_starts_the_embedded_stack_and_ctrl_c_stops_it(tmp_path):
             assert up.wait(timeout=90) == 0
         finally:
             if up.poll() is None:
+                # A failed stop: take the whole stack down (children run in their own
+                # sessions; left running, they would join the next test's broker).
+                leftovers = psutil.Process(up.pid).children(recursive=True)
                 os.killpg(up.pid, signal.SIGKILL)
+                for proc in leftovers + _processes_using(str(data_dir)):
+                    with contextlib.suppress(psutil.Error):
+                        proc.kill()
         # (a loaded machine may take a moment to reap the last of them; an orphan stays)
         with contextlib.suppress(AssertionError):
             wait_until(lambda: not _processes_using(str(data_dir)), timeout=15, interval=0.5)

@@ -156,6 +156,9 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
     stack = EmbeddedStack(data_dir)
     children: list[Child] = []
     previous = signal.signal(signal.SIGTERM, _raise_stop)
+    # Ctrl-C must stop the stack even when `up` was started with SIGINT ignored (a
+    # non-interactive shell's background job inherits that, and Python keeps it).
+    previous_int = signal.signal(signal.SIGINT, _raise_stop)
     try:
         console.print("[bold]Starting the agent memory worker[/bold]")
         started = stack.start(need_postgres=not settings.database_url,
@@ -200,6 +203,7 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
         console.print("\nStopping…")
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         # Workers finish their in-flight writes while beat and Flower stop; then the data.
         stop_children(children, timeout=60.0)
         stack.stop()
