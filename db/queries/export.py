@@ -95,24 +95,25 @@ ORDER BY r.created_at, r.id
 """)  # noqa: S608 - constants only; values are bound
 
 
-@cache
-def _examples_sql(key: PredKey) -> TextClause:
+def _flat_sql(kind: str, table: str, alias: str, columns: tuple[str, ...],
+              key: PredKey) -> TextClause:
+    """One record per row of `table`, no history, oldest first."""
     return text(f"""
 SELECT r.type, 0 AS events, row_to_json(r)::text AS line
-FROM (SELECT {_record("example", "x", EXAMPLE_COLUMNS)}
-      FROM examples x WHERE {subject_predicate("examples", key)}) r
+FROM (SELECT {_record(kind, alias, columns)}
+      FROM {table} {alias} WHERE {subject_predicate(table, key)}) r
 ORDER BY r.created_at, r.id
 """)  # noqa: S608 - constants only
+
+
+@cache
+def _examples_sql(key: PredKey) -> TextClause:
+    return _flat_sql("example", "examples", "x", EXAMPLE_COLUMNS, key)
 
 
 @cache
 def _candidates_sql(key: PredKey) -> TextClause:
-    return text(f"""
-SELECT r.type, 0 AS events, row_to_json(r)::text AS line
-FROM (SELECT {_record("candidate", "k", CANDIDATE_COLUMNS)}
-      FROM memory_candidates k WHERE {subject_predicate("memory_candidates", key)}) r
-ORDER BY r.created_at, r.id
-""")  # noqa: S608 - constants only
+    return _flat_sql("candidate", "memory_candidates", "k", CANDIDATE_COLUMNS, key)
 
 
 @cache

@@ -185,6 +185,14 @@ def test_forget_task_and_client(runtime, write, services):
     assert rows(services.database_url, "SELECT * FROM notes") == []
     bad = forget_subject("planet", "earth", requested_by="x")
     assert bad["ok"] is False
+    # Who asked: a dry run needs nobody, an erasure always does.
+    from worker.app import task_names
+    from worker.celery_app import app
+
+    subject = {"kind": "user", "subject_id": "someone"}
+    assert app.send_task(task_names.FORGET, args=[subject, None, True]).get(timeout=30)["ok"]
+    nobody = app.send_task(task_names.FORGET, args=[subject, None, False]).get(timeout=30)
+    assert nobody["ok"] is False and "requested_by" in nobody["error"]
 
 
 def test_judge_memos_decided_on_the_users_text_go_with_it(runtime, write, seed, services):

@@ -223,6 +223,23 @@ def memory_manager_cycle(force: Any = False, maintenance: Any = False, *extra: A
     return report.as_dict()
 
 
+def _subject_argument(subject: Any, requested_by: Any, *, requester_needed: bool = True) -> Any:
+    """The `subject` object of memory.forget / memory.export as a Subject, or the error
+    answer; and who asked, unless not needed (a dry run)."""
+    from worker.erasure import SubjectError, parse_subject
+
+    if not isinstance(subject, dict):
+        return {"ok": False, "error": "subject must be an object with kind and subject_id"}
+    if requester_needed and (not isinstance(requested_by, str) or not requested_by.strip()
+                             or len(requested_by) > 200):
+        return {"ok": False, "error": "requested_by must name who asked (1-200 characters)"}
+    try:
+        return parse_subject(subject.get("kind"), subject.get("subject_id"),
+                             subject.get("within_agent"), subject.get("within_company"))
+    except SubjectError as exc:
+        return {"ok": False, "error": str(exc)}
+
+
 # Acknowledged late: an erasure whose worker died is delivered again, and running it again
 # is harmless (the fence only moves forward; what is gone is not found twice).
 @app.task(name=task_names.FORGET, acks_late=True)
@@ -233,22 +250,15 @@ def memory_forget(subject: Any = None, requested_by: Any = None, dry_run: Any = 
     and the audit record's id. `dry_run`: only count. The keys are not the usual `user_id`
     / `agent_id` on purpose: the masking allow-list shows those in Flower and logs, and an
     erasure request must not put the ids it erases there."""
-    from worker.erasure import SubjectError, forget, parse_subject
+    from worker.erasure import forget
 
     surplus = _surplus_arguments(task_names.FORGET, "(subject, requested_by, dry_run)", extra,
                                  unexpected)
     if surplus:
         return surplus
-    if not isinstance(subject, dict):
-        return {"ok": False, "error": "subject must be an object with kind and subject_id"}
-    if dry_run is not True and (not isinstance(requested_by, str) or not requested_by.strip()
-                                or len(requested_by) > 200):
-        return {"ok": False, "error": "requested_by must name who asked (1-200 characters)"}
-    try:
-        parsed = parse_subject(subject.get("kind"), subject.get("subject_id"),
-                               subject.get("within_agent"), subject.get("within_company"))
-    except SubjectError as exc:
-        return {"ok": False, "error": str(exc)}
+    parsed = _subject_argument(subject, requested_by, requester_needed=dry_run is not True)
+    if isinstance(parsed, dict):
+        return parsed
     runtime = get_runtime()
     settings = runtime.settings
     report = forget(runtime.db, parsed, requested_by=str(requested_by or "dry-run"),
@@ -266,25 +276,18 @@ def memory_export(subject: Any = None, requested_by: Any = None, *extra: Any,
     """Export everything held about a subject (the `subject` object of `memory.forget`) as
     a JSON Lines file under `export_dir` on the worker's host: the file's path, counts per
     table and the audit record's id; never the text."""
-    from worker.erasure import SubjectError, parse_subject
     from worker.erasure.export import export_into
 
     surplus = _surplus_arguments(task_names.EXPORT, "(subject, requested_by)", extra,
                                  unexpected)
     if surplus:
         return surplus
-    if not isinstance(subject, dict):
-        return {"ok": False, "error": "subject must be an object with kind and subject_id"}
-    if not isinstance(requested_by, str) or not requested_by.strip() or len(requested_by) > 200:
-        return {"ok": False, "error": "requested_by must name who asked (1-200 characters)"}
-    try:
-        parsed = parse_subject(subject.get("kind"), subject.get("subject_id"),
-                               subject.get("within_agent"), subject.get("within_company"))
-    except SubjectError as exc:
-        return {"ok": False, "error": str(exc)}
+    parsed = _subject_argument(subject, requested_by)
+    if isinstance(parsed, dict):
+        return parsed
     runtime = get_runtime()
     path, report = export_into(runtime.db, parsed, runtime.settings.export_directory(),
-                               requested_by=requested_by)
+                               requested_by=str(requested_by))
     return {**report.as_dict(), "path": str(path)}
 
 
