@@ -47,3 +47,25 @@ def finish_audit(conn: Connection, audit_id: int, status: str, counts_json: str,
 
 def list_audit(conn: Connection, limit: int, *, table: str = "erasures") -> list[dict[str, Any]]:
     return [dict(r._mapping) for r in conn.execute(_audit_sql(table)[2], {"limit": limit})]
+
+
+@cache
+def _interrupted_sql(table: str) -> TextClause:
+    if table not in AUDIT_TABLES:
+        raise ValueError(f"not an audit table: {table}")
+    return text(f"""
+UPDATE {table} SET status = 'failed', error = :error, finished_at = :now
+WHERE status = 'running' AND started_at < :cutoff
+""")  # noqa: S608 - constants
+
+
+INTERRUPTED_ERROR = "interrupted: the process running it ended before it finished"
+
+
+def close_interrupted_audits(conn: Connection, *, cutoff: Any, now: Any) -> int:
+    """Records still `running` that started before `cutoff`: their process died (a
+    redelivered erasure or export ran again under a new record). Marked `failed`, so the
+    log never shows an erasure as forever in progress."""
+    return sum(int(conn.execute(_interrupted_sql(table), {
+        "error": INTERRUPTED_ERROR, "cutoff": cutoff, "now": now}).rowcount or 0)
+        for table in AUDIT_TABLES)

@@ -323,3 +323,22 @@ def test_export_files_past_their_window_go_and_nothing_else_in_the_directory(
     assert "export_files" not in enforce_retention(phase_deps(runtime, now=now + 30 * DAY,
                                                               settings=kept))
     assert young.exists()
+
+
+def test_audit_records_left_running_by_a_dead_process_are_closed_as_interrupted(
+        runtime, services):
+    now = now_utc()
+    for table in ("erasures", "exports"):
+        for started in (now - 2 * DAY, now - DAY / 24):
+            _sql(runtime, f"INSERT INTO {table} (subject_kind, subject_hash, requested_by, "
+                          "status, started_at) VALUES ('user', 'h', 'dpo', 'running', %s)",
+                 started)
+    counts = enforce_retention(phase_deps(runtime, now=now))
+    assert counts["audit_interrupted"] == 2
+    for table in ("erasures", "exports"):
+        found = rows(services.database_url,
+                     f"SELECT status, error, finished_at FROM {table} ORDER BY started_at")
+        old, young = found
+        assert old["status"] == "failed" and old["error"].startswith("interrupted")
+        assert old["finished_at"] is not None
+        assert young["status"] == "running", "an erasure still in progress is left alone"

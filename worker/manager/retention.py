@@ -25,7 +25,9 @@ What goes, and what never does:
 - manager cycles by age, except the newest `cycle_keep_last` and the rows the next cycle
   reads;
 - export files (`memory.export`'s, a subject's memory in clear) in `export_dir` on this host,
-  by age.
+  by age;
+- (not a deletion) erasure and export audit records still `running` a day after they
+  started are closed as `failed` (interrupted): their process died.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from db.queries.audit import close_interrupted_audits
 from db.queries.retention import (
     erase_retired_content_page,
     prune_cycles_page,
@@ -82,6 +85,10 @@ def enforce_retention(deps: PhaseDeps) -> dict[str, Any]:
                 tables.remove(table)
     counts["pages"] = pages
     counts["budget_exhausted"] = bool(tables)
+    with deps.db.transaction() as conn:
+        # A day is far longer than any erasure or export runs.
+        counts["audit_interrupted"] = close_interrupted_audits(
+            conn, cutoff=deps.now - timedelta(days=1), now=deps.now)
     files_cutoff = _cutoff(deps.now, settings.export_file_retention_days)
     if files_cutoff is not None:
         counts["export_files"] = prune_export_files(
