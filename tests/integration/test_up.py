@@ -106,3 +106,36 @@ def test_stopping_the_children_shares_one_deadline(tmp_path):
     assert all(child.process and child.process.returncode == -signal.SIGKILL
                for child in children)
     assert elapsed < 5.0, f"{elapsed:.1f} s: the graces were added up (3 x 2 s)"
+
+
+def test_a_killed_up_takes_its_workers_and_redis_with_it(tmp_path):
+    """`up` SIGKILLed (no chance to stop anything): its workers, beat, Flower and Redis get
+    SIGTERM from the kernel and exit, instead of living on to join the next stack's broker."""
+    data_dir = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env["MEMORY_FLOWER_PORT"] = str(_free_port())
+    output = tmp_path / "up.log"
+    with open(output, "ab") as log:
+        up = subprocess.Popen(
+            [sys.executable, "-m", "worker.cli", "up", "--data-dir", str(data_dir)],
+            cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+    children: list[psutil.Process] = []
+    try:
+        wait_until(lambda: "Ready." in output.read_text(), timeout=180, interval=0.5)
+        children = psutil.Process(up.pid).children(recursive=True)
+        names = " ".join(" ".join(c.cmdline()) for c in children)
+        assert "worker" in names and "beat" in names and "redis-server" in names
+        up.kill()  # only `up` itself: its children live in their own sessions
+        up.wait(timeout=10)
+
+        def all_gone() -> bool:
+            return all(not c.is_running() or c.status() == psutil.STATUS_ZOMBIE
+                       for c in children)
+
+        wait_until(all_gone, timeout=90, interval=0.5)
+    finally:
+        # Postgres runs as its own daemon (pg_ctl) and is stopped by `up`, not by the kernel.
+        for proc in children + _processes_using(str(data_dir)):
+            with contextlib.suppress(psutil.Error):
+                proc.kill()

@@ -12,8 +12,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +23,21 @@ from pathlib import Path
 import psycopg
 
 log = logging.getLogger(__name__)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a child between fork and exec: when the process that started it dies without
+    stopping it (SIGKILL, a crash), the kernel sends it SIGTERM (Celery's warm shutdown,
+    redis-server's clean exit). A worker outliving `up` would keep its old database and join
+    the next stack's broker on the same port. Linux only; elsewhere nothing changes."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 DEFAULT_DATABASE = "memory"
 
@@ -188,7 +205,8 @@ class EmbeddedRedis:
             "--logfile", str(self.data_dir / "redis.log"),
             "--pidfile", str(self.pidfile),
         ]
-        self._process = subprocess.Popen(args, stdin=subprocess.DEVNULL)
+        self._process = subprocess.Popen(args, stdin=subprocess.DEVNULL,
+                                         preexec_fn=die_with_parent)
         self._wait_ready()
         return self.url
 

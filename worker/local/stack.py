@@ -19,7 +19,7 @@ from types import FrameType
 
 from rich.console import Console
 
-from worker.local.embedded import EmbeddedStack
+from worker.local.embedded import EmbeddedStack, die_with_parent
 from worker.settings import Settings, get_settings, reset_settings_cache
 
 console = Console()
@@ -67,7 +67,7 @@ class Child:
         log_file = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it until exit
         self.process = subprocess.Popen(
             self.command, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent,
         )
         log_file.close()
 
