@@ -227,12 +227,12 @@ def _subject_argument(subject: Any, requested_by: Any, *, requester_needed: bool
     """The `subject` object of memory.forget / memory.export as a Subject, or the error
     answer; and who asked, unless not needed (a dry run)."""
     from worker.erasure import SubjectError, parse_subject
+    from worker.erasure.audit import REQUESTED_BY_ERROR, valid_requester
 
     if not isinstance(subject, dict):
         return {"ok": False, "error": "subject must be an object with kind and subject_id"}
-    if requester_needed and (not isinstance(requested_by, str) or not requested_by.strip()
-                             or len(requested_by) > 200):
-        return {"ok": False, "error": "requested_by must name who asked (1-200 characters)"}
+    if requester_needed and not valid_requester(requested_by):
+        return {"ok": False, "error": REQUESTED_BY_ERROR}
     try:
         return parse_subject(subject.get("kind"), subject.get("subject_id"),
                              subject.get("within_agent"), subject.get("within_company"))

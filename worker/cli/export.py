@@ -35,6 +35,7 @@ def export(
     line, one line per record, a trailer with the counts. The same rows `forget` would
     erase. A summary goes to stderr."""
     from worker.erasure import SubjectError, parse_subject
+    from worker.erasure.audit import valid_requester
     from worker.erasure.export import export_subject, export_to_file
     from worker.runtime import get_runtime
 
@@ -43,7 +44,7 @@ def export(
     except SubjectError as exc:
         print(f"memory-worker: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
-    if not requested_by.strip() or len(requested_by) > 200:
+    if not valid_requester(requested_by):
         print("memory-worker: --by must name who asked (1-200 characters)", file=sys.stderr)
         raise typer.Exit(2)
     path = None if output == "-" else Path(output)

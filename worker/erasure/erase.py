@@ -27,7 +27,6 @@ from typing import Any
 from sqlalchemy import exc as sa_exc
 
 from db.connector import Database
-from db.queries.audit import finish_audit, start_audit
 from db.queries.erasure import (
     ERASED_TABLES,
     PredKey,
@@ -47,6 +46,7 @@ from db.queries.erasure import (
     subject_run_ids,
 )
 from db.queries.fences import set_fence
+from worker.erasure.audit import audited
 from worker.erasure.fence import SEQ_FLOOR_MARGIN_US
 from worker.erasure.redis_keys import RedisEraser
 from worker.erasure.subject import Subject
@@ -234,44 +234,36 @@ class _Pass:
 def erase_subject(db: Database, subject: Subject, *, requested_by: str,
                   redis: RedisEraser | None) -> ErasureReport:
     """Erase every row and Redis key carrying the subject's data or identity."""
-    if not requested_by or len(requested_by) > 200:
-        raise ValueError("requested_by must name who asked (1-200 characters)")
     report = ErasureReport(subject.kind, subject.hash, dry_run=False)
     seq_floor = (redis.clock_us() if redis is not None else 0) + SEQ_FLOOR_MARGIN_US
-    with db.transaction() as conn:
-        report.audit_id = start_audit(conn, subject.kind, subject.hash, requested_by)
-    if redis is not None:
-        redis.mark_erasing(subject.hash)
-    with db.transaction() as conn:  # committed before anything is deleted
-        set_fence(conn, subject.hash, seq_floor)
     counts: Counter[str] = Counter()
-    try:
-        task_ids: set[str] = set()
-        run_ids: set[str] = set()
-        texts: list[str] = []
-        for number in range(1, MAX_PASSES + 1):
-            one = _Pass(db, subject, counts)
-            one.run()
-            task_ids |= one.task_ids
-            run_ids |= one.run_ids
-            texts += one.note_texts
-            report.passes = number
-            if one.changed == 0:
-                break
+    with audited(db, "erasures", subject, requested_by) as audit:
+        report.audit_id, audit.counts = audit.id, counts
         if redis is not None:
-            counts.update(redis.erase(subject, sorted(run_ids), sorted(task_ids), texts))
-    except Exception as exc:
-        with db.transaction() as conn:
-            finish_audit(conn, report.audit_id, "failed", json.dumps(dict(counts)),
-                         type(exc).__name__)
-        raise
-    finally:
-        if redis is not None:
-            redis.mark_erased(subject.hash)
-    report.counts = {table: int(counts.get(table, 0)) for table in
-                     (*ERASED_TABLES, "note_events", "note_access_pending", "principals")}
-    report.counts.update({k: int(v) for k, v in counts.items()})
-    with db.transaction() as conn:
-        finish_audit(conn, report.audit_id, "done", json.dumps(report.counts), None)
+            redis.mark_erasing(subject.hash)
+        try:
+            with db.transaction() as conn:  # committed before anything is deleted
+                set_fence(conn, subject.hash, seq_floor)
+            task_ids: set[str] = set()
+            run_ids: set[str] = set()
+            texts: list[str] = []
+            for number in range(1, MAX_PASSES + 1):
+                one = _Pass(db, subject, counts)
+                one.run()
+                task_ids |= one.task_ids
+                run_ids |= one.run_ids
+                texts += one.note_texts
+                report.passes = number
+                if one.changed == 0:
+                    break
+            if redis is not None:
+                counts.update(redis.erase(subject, sorted(run_ids), sorted(task_ids), texts))
+        finally:
+            if redis is not None:
+                redis.mark_erased(subject.hash)
+        report.counts = {table: int(counts.get(table, 0)) for table in
+                         (*ERASED_TABLES, "note_events", "note_access_pending", "principals")}
+        report.counts.update({k: int(v) for k, v in counts.items()})
+        audit.counts = report.counts
     log.info("erasure %s of a %s done: %s", report.audit_id, subject.kind, report.counts)
     return report

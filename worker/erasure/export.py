@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from db.connector import Database
-from db.queries.audit import finish_audit, start_audit
 from db.queries.export import EXPORTED, RECORD_TABLES, STREAM_BATCH, stream_subject_records
+from worker.erasure.audit import audited
 from worker.erasure.erase import predicate_key
 from worker.erasure.subject import Subject
 
@@ -95,15 +95,10 @@ def export_subject(db: Database, subject: Subject, out: TextIO, *, requested_by:
                    batch: int = STREAM_BATCH) -> ExportReport:
     """Write everything held about `subject` to `out` as JSON Lines (see the module doc);
     the audit record's id and the counts per table come back."""
-    if not isinstance(requested_by, str) or not requested_by.strip() \
-            or len(requested_by) > 200:
-        raise ValueError("requested_by must name who asked (1-200 characters)")
     report = ExportReport(subject.kind, subject.hash)
-    with db.transaction() as conn:
-        report.audit_id = start_audit(conn, subject.kind, subject.hash, requested_by,
-                                      table=AUDIT_TABLE)
     counts = dict.fromkeys(COUNTED, 0)
-    try:
+    with audited(db, AUDIT_TABLE, subject, requested_by) as audit:
+        report.audit_id, audit.counts = audit.id, counts
         with db.connect() as conn:
             conn.execution_options(isolation_level="REPEATABLE READ",
                                    postgresql_readonly=True)
@@ -120,15 +115,7 @@ def export_subject(db: Database, subject: Subject, out: TextIO, *, requested_by:
                 _write_records(conn, subject, out, counts, batch)
         _line(out, {"type": "trailer", "counts": counts})
         out.flush()
-    except Exception as exc:
-        with db.transaction() as conn:
-            finish_audit(conn, report.audit_id, "failed", json.dumps(counts),
-                         type(exc).__name__, table=AUDIT_TABLE)
-        raise
     report.counts = counts
-    with db.transaction() as conn:
-        finish_audit(conn, report.audit_id, "done", json.dumps(counts), None,
-                     table=AUDIT_TABLE)
     log.info("export %s of a %s done: %s", report.audit_id, subject.kind, counts)
     return report
 
