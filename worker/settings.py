@@ -177,7 +177,7 @@ class Settings(BaseSettings):
     # --- exporting a subject (worker/erasure/export.py; `memory.export`) ---------------
     # Where the `memory.export` task writes its files, on the worker's host (the CLI writes
     # wherever --output says). Unset: <data_dir>/exports. Each file holds a subject's memory
-    # in clear: it is created readable by its owner only; remove it once delivered.
+    # in clear: it is created readable by its owner only; deliver it, then delete it.
     export_dir: Path | None = None
     # Export files (and leftovers of interrupted exports) in `export_dir` older than this are
     # deleted by the retention phase on the manager worker's host; 0 keeps them.

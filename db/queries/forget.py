@@ -77,7 +77,7 @@ def forgettable_candidates(conn: Connection, request: RequestScope, config: Scop
         return []
     predicate, params = visibility_sql(request, config, alias="c")
     query = text(f"""
-SELECT c.id, c.type, c.note, c.content_hash, c.run_id
+SELECT c.id, c.type, c.note, c.run_id
 FROM memory_candidates c
 WHERE c.status = 'candidate' AND c.agent_id = :vis_agent AND c.user_id = :vis_user
   AND {predicate}

@@ -268,8 +268,8 @@ def memory_forget(subject: Any = None, requested_by: Any = None, dry_run: Any = 
 
 
 # Acknowledged late: an export whose worker died is delivered again and simply runs again
-# (a new file and audit record; the interrupted one is left `running`, its partial file
-# removed when it failed in the task, left behind when the process died).
+# (a new file and audit record). Retention closes the interrupted record a day later and
+# deletes its `.partial` file with the export-file window.
 @app.task(name=task_names.EXPORT, acks_late=True)
 def memory_export(subject: Any = None, requested_by: Any = None, *extra: Any,
                   **unexpected: Any) -> dict[str, Any]:

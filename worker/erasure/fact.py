@@ -55,7 +55,6 @@ MAX_REQUESTED_BY = 200
 MAX_EXAMINED = 5000
 # Pending candidates examined (embedded in one batch for a meaning match).
 MAX_CANDIDATES = 200
-ACTOR = FORGET_REQUEST_ACTOR
 
 # Words that say what to do or whose it is, not what: "please forget my home address" is
 # about {home, address}.
@@ -201,7 +200,7 @@ def _forget_in_run(conn: Connection, deps: WriteDeps, run: RunContext, request: 
     insert_note_events(conn, [
         NoteEvent(row["id"], "revoked", f"forgotten at {request.requested_by}'s request",
                   row["status"], NoteStatus.REVOKED.value, (), {**lineage, "matched": why})
-        for row, why in forgotten], actor=ACTOR, cycle_id=None, now=now)
+        for row, why in forgotten], actor=FORGET_REQUEST_ACTOR, cycle_id=None, now=now)
     known = {row["id"] for row, _ in meant} | {row["id"] for row, _ in rejected}
     unmatched = [str(i) for i in request.note_ids if i not in known]
     detail = {"forgotten": [str(row["id"]) for row, _ in forgotten],
@@ -231,8 +230,8 @@ def _reject_candidates(conn: Connection, deps: WriteDeps, scope: RequestScope,
         row["similarity"] = similarity
     meant = [(row, why) for row in rows
              if (why := _match(row, request, words, deps.settings.forget_match_similarity))]
-    done = reject_candidates(conn, [row["id"] for row, _ in meant], reason=reason, actor=ACTOR,
-                             now=now)
+    done = reject_candidates(conn, [row["id"] for row, _ in meant], reason=reason,
+                             actor=FORGET_REQUEST_ACTOR, now=now)
     return [(row, why) for row, why in meant if row["id"] in done]
 
 
