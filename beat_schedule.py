@@ -1,6 +1,7 @@
 """Celery beat schedule: the Memory Manager cycle every 15 minutes (UTC), on the manager queue;
-and every 15 seconds, the chain continuations a broker outage left in Postgres
-(worker/app/continuations.py), on the write queue.
+and every `flush_period_s` (15 s), the chain continuations a broker outage left in Postgres
+(worker/app/continuations.py) and the recorded writes the broker lost
+(worker/delivery/redelivery.py), on the write queue.
 
 `expires` is shorter than the period: a tick that waited behind a long cycle is dropped
 rather than run late, back to back with the next one (single-flight would skip it anyway,
@@ -19,7 +20,6 @@ CYCLE_TASK = task_names.MANAGER_CYCLE
 CYCLE_PERIOD_MIN = 15
 CYCLE_PERIOD_S = CYCLE_PERIOD_MIN * 60
 FLUSH_TASK = task_names.CONTINUATIONS_FLUSH
-FLUSH_PERIOD_S = 15.0
 
 
 def beat_schedule(settings: Any) -> dict[str, dict[str, Any]]:
@@ -35,8 +35,8 @@ def beat_schedule(settings: Any) -> dict[str, dict[str, Any]]:
         },
         "memory-continuations-flush": {
             "task": FLUSH_TASK,
-            "schedule": FLUSH_PERIOD_S,
+            "schedule": settings.flush_period_s,
             "options": {"queue": settings.write_queue, "routing_key": settings.write_queue,
-                        "expires": FLUSH_PERIOD_S},
+                        "expires": settings.flush_period_s},
         },
     }

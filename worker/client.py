@@ -1,20 +1,24 @@
 """What an agent service calls: enqueue a turn's memory writes, read the memory context.
 
-Sequence numbers come from one counter per run in Redis (the broker every client already
-talks to), reserved atomically by a small script (`RESERVE_SCRIPT`): n consecutive numbers
-after max(the counter, the Redis clock in microseconds). Several processes writing for the
-same run interleave without collisions, and a counter Redis lost (a restart without
-persistence, a failover, an AOF that lost its last second) restarts above every number it
-ever gave out instead of at 1. Each write also carries `prev_seq`, the number before it (0
-when the counter was new or lost): the worker applies a write once its predecessor is
-applied, so numbers need not be contiguous. Services in other languages run the same
-script (see the README's wire contract). Ordering itself is enforced by the worker, in
+Sequence numbers come from one counter per run in Redis, reserved atomically by a small
+script: n consecutive numbers after max(the counter, the Redis clock in microseconds).
+Several processes writing for the same run interleave without collisions, and a counter
+Redis lost (a restart without persistence, a failover, an AOF that lost its last second)
+restarts above every number it ever gave out instead of at 1. Each write also carries
+`prev_seq`, the number before it (0 when the counter was new or lost): the worker applies a
+write once its predecessor is applied, so numbers need not be contiguous.
+
+The same script records each write (`worker/delivery/records.py`) before anything is
+published: a write is accepted once recorded, and a record whose write the broker lost is
+published again by the redelivery pass. Services in other languages run the same script (see
+the README's wire contract). Ordering and exactly-once are enforced by the worker, in
 Postgres.
 """
 
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,11 +28,10 @@ from celery import chain
 from celery.result import AsyncResult
 
 from worker.app.poison import MAX_PAYLOAD_DEPTH, too_deep
+from worker.delivery.records import DUE_KEY, RECORD_SCRIPT, SEQ_KEY_PREFIX, records_key
 from worker.reads.context import MemoryContext, build_context
 from worker.settings import Settings, get_settings
 from worker.writes.payloads import Invalid, parse_request_scope
-
-SEQ_KEY_PREFIX = "memory:run-seq:"
 
 _redis_clients: dict[str, redis.Redis] = {}
 _redis_lock = threading.Lock()
@@ -64,12 +67,43 @@ class Reservation:
 
 def reserve_sequence_numbers(run_id: str, count: int,
                              settings: Settings | None = None) -> Reservation:
+    """Numbers only, nothing recorded (`RESERVE_SCRIPT`): what a client without write
+    records gets. `record_writes` is what this module's own enqueues use."""
     settings = settings or get_settings()
     client = _redis(settings.require_redis_url(), settings.redis_connect_timeout_s)
     last, base = client.eval(RESERVE_SCRIPT, 1, SEQ_KEY_PREFIX + run_id, count,
                              settings.seq_counter_ttl_days * 86400)
     first = int(base) + 1
     return Reservation(list(range(first, first + count)), int(last))
+
+
+@dataclass(frozen=True)
+class RecordedTask:
+    """One sequenced task to record: its name, id and the arguments before (seq, prev_seq)."""
+
+    task: str
+    task_id: str
+    args: list[Any]
+
+
+def record_writes(run_id: str, tasks: Sequence[RecordedTask],
+                  settings: Settings | None = None) -> Reservation:
+    """Reserve the run's next numbers and record each task under its number, in one atomic
+    step (`RECORD_SCRIPT`): from here on the writes are accepted, whatever the broker does
+    with their messages."""
+    from kombu.utils.json import dumps
+
+    settings = settings or get_settings()
+    client = _redis(settings.require_redis_url(), settings.redis_connect_timeout_s)
+    values: list[Any] = []
+    for task in tasks:
+        values += [task.task, task.task_id, dumps(task.args)]
+    last, base = client.eval(
+        RECORD_SCRIPT, 3, SEQ_KEY_PREFIX + run_id, records_key(run_id), DUE_KEY,
+        len(tasks), settings.seq_counter_ttl_days * 86400,
+        int(settings.write_record_ttl_days * 86400), run_id, *values)
+    first = int(base) + 1
+    return Reservation(list(range(first, first + len(tasks))), int(last))
 
 
 @dataclass(frozen=True)
@@ -87,7 +121,12 @@ class EnqueuedWrites:
 
 def enqueue_memory_writes(run: dict[str, Any], writes: Sequence[dict[str, Any]],
                           *, settings: Settings | None = None) -> EnqueuedWrites:
-    """Enqueue a turn's writes as one chain of `memory.write` tasks, in the order given."""
+    """Enqueue a turn's writes as one chain of `memory.write` tasks, in the order given.
+
+    The writes are recorded before they are published: if the publish raises, they may
+    still be applied from their records (enqueueing the same note again is then answered
+    `skipped-duplicate`)."""
+    from worker.app import task_names
     from worker.app.tasks import memory_write
 
     run_id = run.get("run_id") if isinstance(run, dict) else None
@@ -99,15 +138,16 @@ def enqueue_memory_writes(run: dict[str, Any], writes: Sequence[dict[str, Any]],
         # The worker would refuse it (worker/app/poison.py); say so before reserving numbers.
         raise ValueError(f"a run or write is nested deeper than {MAX_PAYLOAD_DEPTH} levels")
     settings = settings or get_settings()
-    reserved = reserve_sequence_numbers(run_id, len(writes), settings)
+    task_ids = [str(uuid.uuid4()) for _ in writes]
+    reserved = record_writes(run_id, [RecordedTask(task_names.WRITE, task_id, [run, write])
+                                      for task_id, write in zip(task_ids, writes, strict=True)],
+                             settings)
     seqs = reserved.seqs
     prevs = [reserved.prev, *seqs[:-1]]
     # Immutable signatures: a write never receives the previous write's result as an argument.
-    signatures = [memory_write.si(run, write, seq, prev)
-                  for write, seq, prev in zip(writes, seqs, prevs, strict=True)]
-    for signature in signatures:
-        signature.freeze()
-    task_ids = [str(signature.id) for signature in signatures]
+    signatures = [memory_write.si(run, write, seq, prev).set(task_id=task_id)
+                  for write, seq, prev, task_id in zip(writes, seqs, prevs, task_ids,
+                                                       strict=True)]
     if len(signatures) == 1:
         signatures[0].apply_async()
     else:
@@ -124,6 +164,7 @@ def forget_fact(run: dict[str, Any], *, about: str | None = None,
     address"); `note_ids` name notes from the memory context (the surest way). Returns the
     result: `disposition` `forgotten` with `forgotten` (each note's id, type and text) or
     `nothing-to-forget`, and `reason`; or the AsyncResult with `wait=False`."""
+    from worker.app import task_names
     from worker.app.tasks import memory_forget_fact
 
     run_id = run.get("run_id") if isinstance(run, dict) else None
@@ -134,9 +175,11 @@ def forget_fact(run: dict[str, Any], *, about: str | None = None,
         request["about"] = about
     if note_ids:
         request["note_ids"] = list(note_ids)
-    reserved = reserve_sequence_numbers(run_id, 1, settings)
+    task_id = str(uuid.uuid4())
+    reserved = record_writes(run_id, [RecordedTask(task_names.FORGET_FACT, task_id,
+                                                   [run, request])], settings)
     result = memory_forget_fact.apply_async(args=[run, request, reserved.seqs[0],
-                                                  reserved.prev])
+                                                  reserved.prev], task_id=task_id)
     if not wait:
         return result
     return dict(result.get(timeout=timeout))

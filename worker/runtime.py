@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass
 
 from db.connector import Database, get_database
+from worker.delivery.records import write_records
 from worker.embeddings import Embedder, get_embedder
 from worker.reads.context import ContextDeps
 from worker.settings import Settings, get_settings
@@ -47,7 +48,7 @@ class Runtime:
 
     def write_deps(self) -> WriteDeps:
         return WriteDeps(db=self.db, settings=self.settings, embedder=self.embedder_or_none(),
-                         clock=self.clock)
+                         clock=self.clock, records=write_records(self.settings.redis_url))
 
     def context_deps(self) -> ContextDeps:
         return ContextDeps(db=self.db, settings=self.settings,

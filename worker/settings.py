@@ -34,6 +34,11 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         default=None, validation_alias=AliasChoices("REDIS_URL", "MEMORY_REDIS_URL")
     )
+    # The message broker. Unset: Redis (REDIS_URL). `amqp://…`: RabbitMQ, with quorum
+    # queues; Redis then keeps only sequence numbers, write records and results.
+    broker_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("BROKER_URL", "MEMORY_BROKER_URL")
+    )
     # The working directory's `.memory-data` (where `memory-worker up` keeps the embedded
     # stack, heartbeats and logs), never the installed package's location.
     data_dir: Path = Field(default_factory=lambda: default_data_dir())
@@ -80,6 +85,26 @@ class Settings(BaseSettings):
     seq_wait_initial_s: float = Field(default=0.05, gt=0)
     seq_wait_max_s: float = Field(default=1.0, gt=0)
     seq_counter_ttl_days: int = Field(default=30, ge=1)
+
+    # --- delivery you can prove (worker/delivery/) --------------------------------------
+    # A recorded write (accepted by its client) not in the write log this long after it was
+    # recorded, or last published again, is published again by the redelivery pass (beat,
+    # every `flush_period_s`): a write the broker lost is applied within about
+    # redelivery_after_s + flush_period_s. Publishing one that was only slow is harmless
+    # (the second delivery is a replay), but costs a little: keep it above the time a write
+    # spends queued under load.
+    redelivery_after_s: float = Field(default=60.0, gt=0)
+    # A record published again this many times without being applied goes to dead_letters.
+    redelivery_limit: int = Field(default=10, ge=1)
+    # A record never applied (no redelivery pass ran meanwhile) expires after this; at most
+    # the write log's retention, so a redelivery is always matched against its log row.
+    write_record_ttl_days: float = Field(default=7.0, gt=0)
+    # How often beat sends the redelivery pass (and the chain continuations flush).
+    flush_period_s: float = Field(default=15.0, gt=0)
+    # RabbitMQ: a message delivered this many times without being acknowledged (each
+    # delivery ended its worker) is dead-lettered by the broker into `dead_letters`. Above
+    # the worker's own poison bound (5), which answers such a write in its run's order first.
+    broker_delivery_limit: int = Field(default=10, ge=1)
 
     # --- write admission and trust (SPEC 5; worker/writes/admission/) --------------------------
     # The global MemoryPolicy; an agent's `memory_policy` overrides any of these fields.
@@ -274,6 +299,23 @@ class Settings(BaseSettings):
                 f"{floor_s / 86400:g} days: at least a day, and ten times the visibility "
                 "timeout plus the sequence gap timeout, so no redelivery outlives the log")
         return self
+
+    @model_validator(mode="after")
+    def _records_within_write_log(self) -> Settings:
+        if 0 < self.write_log_retention_days < self.write_record_ttl_days:
+            raise ValueError(
+                "MEMORY_WRITE_RECORD_TTL_DAYS must not exceed MEMORY_WRITE_LOG_RETENTION_DAYS: "
+                "a write delivered again from its record must still find its write-log row")
+        return self
+
+    @property
+    def broker_kind(self) -> Literal["redis", "rabbitmq"]:
+        """Which broker carries the messages: RabbitMQ for an `amqp://` BROKER_URL."""
+        url = self.broker_url or ""
+        return "rabbitmq" if url.split(":", 1)[0] in ("amqp", "amqps", "pyamqp") else "redis"
+
+    def require_broker_url(self) -> str:
+        return self.broker_url or self.require_redis_url()
 
     def export_directory(self) -> Path:
         return self.export_dir if self.export_dir is not None else self.data_dir / "exports"

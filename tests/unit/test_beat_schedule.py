@@ -9,7 +9,7 @@ import pytest
 from celery import Celery
 from freezegun import freeze_time
 
-from beat_schedule import CYCLE_PERIOD_S, FLUSH_PERIOD_S, beat_schedule
+from beat_schedule import CYCLE_PERIOD_S, beat_schedule
 from worker.settings import Settings
 
 
@@ -40,4 +40,5 @@ def test_the_cycle_is_due_on_the_quarter_hours(schedule, last_run, now, due, nex
 def test_a_tick_expires_before_the_next_one(schedule):
     cycle, flush = schedule["memory-manager-cycle"], schedule["memory-continuations-flush"]
     assert 0 < cycle["options"]["expires"] < CYCLE_PERIOD_S
-    assert flush["schedule"] == FLUSH_PERIOD_S and flush["options"]["expires"] <= FLUSH_PERIOD_S
+    period = Settings(_env_file=None).flush_period_s
+    assert flush["schedule"] == period and flush["options"]["expires"] <= period

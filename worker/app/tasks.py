@@ -15,6 +15,8 @@ from worker.app import task_names
 from worker.app.continuations import flush_continuations, publish_continuation, take_over_chain
 from worker.app.poison import take_refusal
 from worker.celery_app import MemoryTask, app
+from worker.delivery.records import write_records
+from worker.delivery.redelivery import redeliver_recorded_writes
 from worker.erasure.redis_keys import forget_run_counter
 from worker.manager.conversations import record_conversation
 from worker.manager.cycle import run_manager_cycle
@@ -22,6 +24,7 @@ from worker.reads.context import build_context
 from worker.runtime import get_runtime
 from worker.writes.apply import (
     WaitForSequence,
+    WriteDeps,
     WriteResult,
     apply_memory_write,
     prefetch_embeddings,
@@ -64,6 +67,18 @@ def _sequence_wait_countdown(retries: int) -> float:
     return base * (0.75 + random.random() / 2)  # jitter: waiting writes do not move in step
 
 
+def _settle_record(deps: WriteDeps, run: Any, seq: Any, outcome: WriteResult) -> None:
+    """The (run, seq) is committed, or refused for good: its client's write record goes.
+    An `error` keeps it, so the redelivery pass delivers the write again."""
+    if deps.records is None or outcome.disposition == Disposition.ERROR:
+        return
+    run_id = run.get("run_id") if isinstance(run, dict) else None
+    if isinstance(run_id, int) and not isinstance(run_id, bool):
+        run_id = str(run_id)  # an integer id means its decimal string
+    if isinstance(run_id, str) and isinstance(seq, int) and not isinstance(seq, bool):
+        deps.records.clear(run_id, seq)
+
+
 # max_retries=None: the only retries are sequence waits, bounded by the gap timeout.
 @app.task(name=task_names.WRITE, bind=True, acks_late=True, reject_on_worker_lost=True,
           max_retries=None)
@@ -95,6 +110,7 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
         )
     if isinstance(outcome, WaitForSequence):
         raise self.retry(countdown=_sequence_wait_countdown(self.request.retries))
+    _settle_record(deps, run, seq, outcome)
     if outcome.disposition == Disposition.REJECTED_ERASED and isinstance(run, dict):
         # A run with no row when its subject was erased still has its counter, whose key
         # names the run; the erasure could not find it, its first refused write can.
@@ -135,17 +151,27 @@ def memory_forget_fact(self: MemoryTask, run: Any = None, request: Any = None, s
         )
     if isinstance(outcome, WaitForSequence):
         raise self.retry(countdown=_sequence_wait_countdown(self.request.retries))
+    _settle_record(deps, run, seq, outcome)
     return outcome.as_dict()
 
 
 @app.task(name=task_names.CONTINUATIONS_FLUSH, acks_late=False)
 def memory_continuations_flush(*extra: Any, **unexpected: Any) -> dict[str, Any]:
-    """Publish again the chain continuations a broker outage left in Postgres (beat)."""
+    """Publish again the chain continuations a broker outage left in Postgres, and the
+    recorded writes the broker lost (beat, every flush period)."""
     surplus = _surplus_arguments(task_names.CONTINUATIONS_FLUSH, "no arguments", extra,
                                  unexpected)
     if surplus:
         return surplus
-    return {"ok": True, **flush_continuations(get_runtime().db)}
+    runtime = get_runtime()
+    answer: dict[str, Any] = {"ok": True, **flush_continuations(runtime.db)}
+    records = write_records(runtime.settings.redis_url)
+    if records is not None:
+        settings = runtime.settings
+        answer["records"] = redeliver_recorded_writes(
+            runtime.db, records, redelivery_after_s=settings.redelivery_after_s,
+            redelivery_limit=settings.redelivery_limit).as_dict()
+    return answer
 
 
 @app.task(name=task_names.AGENT_CONFIGURE, acks_late=True)

@@ -60,6 +60,9 @@ def series() -> SimpleNamespace:
                                "Writes put back to wait for an earlier sequence number."),
         sequence_gaps=Counter("memory_write_sequence_gaps",
                               "Sequence gaps declared after the gap timeout and skipped."),
+        writes_redelivered=Counter("memory_writes_redelivered",
+                                   "Recorded writes published again by the redelivery pass "
+                                   "(the broker lost them, or they were slow)."),
         context_seconds=Histogram("memory_context_build_duration_seconds",
                                   "Time to build one memory context (embedding included).",
                                   buckets=_LATENCY_BUCKETS),

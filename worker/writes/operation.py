@@ -14,6 +14,7 @@ from sqlalchemy import Connection
 
 from db.connector import Database
 from db.queries.runs import WriteState
+from worker.delivery.records import WriteRecords
 from worker.embeddings import Embedder
 from worker.settings import Settings
 from worker.writes.admission import TraceEvent
@@ -81,6 +82,9 @@ class WriteDeps:
     settings: Settings
     embedder: Embedder | None
     clock: Clock = field(default=utc_now)
+    # The clients' write records (worker/delivery/records.py): a write that is recorded
+    # will be delivered, so no gap is declared before it. None: no records consulted.
+    records: WriteRecords | None = None
 
     @property
     def write_policy(self) -> WritePolicy:

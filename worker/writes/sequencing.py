@@ -138,14 +138,15 @@ def _apply_sequenced(
         insert_run(conn, run, context_digest, now)
     expected = state.applied_seq + 1
     if prev > state.applied_seq:  # the operation before it in its run is not applied yet
-        waiting_since = start_gap_wait(conn, run.run_id, now)
-        if now - waiting_since < timedelta(seconds=deps.settings.seq_gap_timeout_s):
+        waited = now - start_gap_wait(conn, run.run_id, now)
+        if waited < timedelta(seconds=deps.settings.seq_gap_timeout_s) \
+                or _missing_write_is_recorded(deps, run.run_id, state.applied_seq, prev, waited):
             return WaitForSequence(run.run_id, seq, expected)
         skip_gap(conn, run.run_id, prev, now)
         detail["gap_skipped"] = [expected, prev]
         metrics.series().sequence_gaps.inc()
         log.warning("run %s: sequence gap %d..%d declared after %.1fs; applying %d",
-                    run.run_id, expected, prev, (now - waiting_since).total_seconds(), seq)
+                    run.run_id, expected, prev, waited.total_seconds(), seq)
     elif seq < expected:
         detail["applied_out_of_order"] = True  # late arrival after a declared gap, or a retry
 
@@ -187,6 +188,25 @@ def _apply_sequenced(
         forgotten=step.forgotten,
         forgotten_candidates=step.forgotten_candidates,
     )
+
+
+def _missing_write_is_recorded(deps: WriteDeps, run_id: str, applied_seq: int, prev: int,
+                               waited: timedelta) -> bool:
+    """Whether the writes this one waits for are recorded by their client (accepted, to be
+    delivered again if the broker lost them): then the gap is not declared, so they apply
+    in order. Bounded: once every redelivery a record can get has had its time, the
+    redelivery pass is evidently not running and the gap is declared after all."""
+    if deps.records is None:
+        return False
+    s = deps.settings
+    patience = s.seq_gap_timeout_s + (s.redelivery_limit + 1) * (
+        s.redelivery_after_s + s.flush_period_s)
+    if waited >= timedelta(seconds=patience):
+        log.error("run %s: writes %d..%d are recorded but were not delivered again within "
+                  "%.0fs; is beat (the redelivery pass) running?", run_id, applied_seq + 1,
+                  prev, patience)
+        return False
+    return deps.records.awaiting(run_id, applied_seq, prev)
 
 
 def _record_event(conn: Connection, event: TraceEvent, run: RunContext, seq: int,
