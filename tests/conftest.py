@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -99,6 +100,45 @@ def services() -> Iterator[Services]:
             service.stop()
         if redis_dir is not None:
             shutil.rmtree(redis_dir, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class RabbitMQ:
+    url: str  # amqp://guest:guest@127.0.0.1:5672/<the session's own vhost>
+    vhost: str
+
+
+def _rabbitmqctl(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["rabbitmqctl", *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def rabbitmq() -> Iterator[RabbitMQ]:
+    """A vhost of this session's own on the machine's RabbitMQ (127.0.0.1:5672, guest/guest;
+    `TEST_RABBITMQ_URL` names another broker and vhost). Every development and CI machine
+    runs one: under CI=true a missing RabbitMQ fails these tests; elsewhere they skip, with
+    one reason in the summary."""
+    given = os.environ.get("TEST_RABBITMQ_URL")
+    if given:
+        yield RabbitMQ(given, given.rsplit("/", 1)[-1])
+        return
+    vhost = f"memory-test-{os.getpid()}"
+    try:
+        created = _rabbitmqctl("add_vhost", vhost)
+        if created.returncode == 0:
+            created = _rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*")
+        problem = None if created.returncode == 0 else (created.stderr or created.stdout)
+    except (OSError, subprocess.SubprocessError) as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+    if problem is not None:
+        message = f"RabbitMQ is not available on this machine ({problem.strip()[:200]})"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        yield RabbitMQ(f"amqp://guest:guest@127.0.0.1:5672/{vhost}", vhost)
+    finally:
+        _rabbitmqctl("delete_vhost", vhost)
 
 
 @pytest.fixture(scope="session")

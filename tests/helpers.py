@@ -154,6 +154,30 @@ class WorkerProcess:
             self.kill()
 
 
+class BeatProcess:
+    """A real `celery beat` in its own process group, with its schedule under `log_dir`."""
+
+    def __init__(self, log_dir: Path, *, env: dict[str, str] | None = None) -> None:
+        self.log_path = log_dir / "beat.log"
+        self.schedule = log_dir / "beat-schedule"
+        self.env = {**os.environ, **(env or {})}
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> BeatProcess:
+        log = open(self.log_path, "ab")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "worker.celery_app:app", "beat",
+             "-s", str(self.schedule), "-l", "INFO"],
+            cwd=PROJECT_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        log.close()
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_process_group(self.process)
+
+
 class TaskEvents:
     """Collects the Celery events (what Flower shows) published while the block runs."""
 

@@ -27,7 +27,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "would redeliver a write that is still running"
         )
     redis_url = settings.require_redis_url()
-    transport = {
+    redis_transport = {
         "visibility_timeout": settings.visibility_timeout_s,
         "unacked_restore_interval": settings.broker_restore_interval_s,
         "unacked_restore_throttle": 1,
@@ -36,13 +36,13 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     }
     from beat_schedule import beat_schedule
 
-    return {
-        "broker_url": redis_url,
+    config = {
+        "broker_url": settings.require_broker_url(),
         # Kombu's Redis transport, surviving a lost connection (worker/app/broker.py).
         "broker_transport": "worker.app.broker:Transport",
         "result_backend": redis_url,
-        "broker_transport_options": transport,
-        "result_backend_transport_options": transport,
+        "broker_transport_options": redis_transport,
+        "result_backend_transport_options": redis_transport,
         "broker_connection_retry_on_startup": True,
         "redis_socket_connect_timeout": settings.redis_connect_timeout_s,
         # Shutdown: a warm shutdown (SIGTERM) lets running writes finish (they are bounded by
@@ -107,6 +107,12 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # Beat touches its liveness heartbeat on every tick (worker/ops/health.py).
         "beat_scheduler": "worker.ops.health:HeartbeatScheduler",
     }
+    if settings.broker_kind == "rabbitmq":
+        from worker.app.rabbitmq import rabbitmq_config
+
+        del config["broker_transport"]
+        config.update(rabbitmq_config(settings))
+    return config
 
 
 class MemoryTask(Task):
@@ -128,6 +134,9 @@ app.add_defaults(lambda: celery_config(get_settings()))
 # Liveness: every worker touches a heartbeat file while its event loop turns, so a probe can
 # tell a hung worker without the broker (worker/ops/health.py).
 app.steps["worker"].add("worker.ops.health:WorkerHeartbeat")
+# On RabbitMQ, the dead-letter exchange and queue exist before the first message is consumed
+# (the broker drops what it dead-letters into an exchange that does not exist).
+app.steps["consumer"].add("worker.app.rabbitmq:DeclareDeadLetters")
 
 
 @signals.worker_init.connect

@@ -138,3 +138,164 @@ class RedisRestarts:
         from tests.helpers import wait_until
 
         wait_until(ready, timeout=15, interval=0.05)
+
+
+class Broker:
+    """The broker a test runs against, as an operator would fault it: Redis (the default,
+    `make up`'s) or RabbitMQ (`BROKER_URL=amqp://…`, a vhost of the session's own)."""
+
+    def __init__(self, kind: str, services: Services, rabbitmq_url: str | None) -> None:
+        self.kind = kind
+        self.services = services
+        self.url = rabbitmq_url or services.redis_url
+        # For workers, beat and clients (processes of their own); Redis needs nothing more.
+        self.env = {"BROKER_URL": rabbitmq_url} if rabbitmq_url else {}
+
+    def _amqp(self) -> Any:
+        from kombu import Connection
+
+        return Connection(self.url, connect_timeout=5)
+
+    def delete_queued(self, queue: str = "memory.writes") -> int:
+        """Delete every message waiting in the queue, as a broker that lost them would."""
+        if self.kind == "redis":
+            import redis
+
+            client = redis.Redis.from_url(self.url)
+            with client.pipeline() as pipe:
+                pipe.llen(queue)
+                pipe.delete(queue)
+                count, _ = pipe.execute()
+            return int(count)
+        with self._amqp() as connection, connection.channel() as channel:
+            try:
+                return int(channel.queue_purge(queue) or 0)
+            except Exception:  # not declared yet: nothing queued
+                return 0
+
+    def queued(self, queue: str = "memory.writes") -> int:
+        if self.kind == "redis":
+            import redis
+
+            return int(redis.Redis.from_url(self.url).llen(queue))
+        from worker.app.rabbitmq import queue_length
+
+        with self._amqp() as connection:
+            return queue_length(connection, queue)
+
+    def restart(self) -> None:
+        """Stop the broker and start it again, its data kept (Redis: AOF; RabbitMQ: its
+        quorum queues' logs)."""
+        if self.kind == "redis":
+            control = RedisRestarts(self.services.redis_url)
+            control.stop(lose_data=False)
+            control.start()
+            return
+        import subprocess
+
+        for action in ("stop_app", "start_app"):
+            subprocess.run(["rabbitmqctl", action], check=True, capture_output=True,
+                           timeout=120)
+        subprocess.run(["rabbitmqctl", "await_startup"], check=True, capture_output=True,
+                       timeout=120)
+
+
+@pytest.fixture(params=["redis", "rabbitmq"])
+def broker(request: pytest.FixtureRequest, services: Services) -> Iterator[Broker]:
+    url = request.getfixturevalue("rabbitmq").url if request.param == "rabbitmq" else None
+    chosen = Broker(request.param, services, url)
+    for queue in ("memory.writes", "memory.manager"):
+        chosen.delete_queued(queue)
+    yield chosen
+
+
+ENQUEUE_CLIENT = """
+import json, sys
+from worker.client import enqueue_memory_writes
+spec = json.loads(sys.argv[1])
+sent = {}
+for r in range(spec["runs"]):
+    run = {"run_id": f"{spec['prefix']}-{r}", "agent_id": "A",
+           "user_id": f"{spec['prefix']}-user-{r}"}
+    writes = [{"note": fact, "type": "Context"} for fact in spec["facts"]]
+    sent[run["run_id"]] = enqueue_memory_writes(run, writes).seqs
+print(json.dumps(sent))
+"""
+
+
+def enqueue_from_client(env: dict[str, str], prefix: str, runs: int,
+                        facts: list[str]) -> dict[str, list[int]]:
+    """An agent service in a process of its own enqueues `runs` chains of `facts`; returns
+    each run's sequence numbers."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import PROJECT_ROOT
+
+    spec = json.dumps({"prefix": prefix, "runs": runs, "facts": facts})
+    done = subprocess.run([sys.executable, "-c", ENQUEUE_CLIENT, spec], cwd=PROJECT_ROOT,
+                          env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {run: list(seqs) for run, seqs in json.loads(done.stdout).items()}
+
+
+def applied_once_in_order(database_url: str, sent: dict[str, list[int]]) -> list[str]:
+    """What is wrong, from Postgres: a (run, seq) not applied, applied more than once, out of
+    its run's order, or answered `error`. Empty when every write had exactly one effect."""
+    from tests.helpers import rows
+
+    problems = []
+    logged: dict[str, list[tuple[int, str]]] = {}
+    for row in rows(database_url, "SELECT run_id, seq, disposition FROM write_log "
+                    "WHERE run_id = ANY(%s) ORDER BY run_id, seq", list(sent)):
+        logged.setdefault(row["run_id"], []).append((row["seq"], row["disposition"]))
+    traced: dict[str, list[int]] = {}
+    for row in rows(database_url, "SELECT run_id, seq FROM trace_events WHERE run_id = ANY(%s) "
+                    "AND event LIKE 'memory_write%%' ORDER BY id", list(sent)):
+        traced.setdefault(row["run_id"], []).append(row["seq"])
+    for run_id, seqs in sent.items():
+        got = logged.get(run_id, [])
+        if [seq for seq, _ in got] != seqs:
+            problems.append(f"{run_id}: logged {len(got)} of {len(seqs)}")
+        if any(disposition == "error" for _, disposition in got):
+            problems.append(f"{run_id}: an error")
+        if traced.get(run_id, []) != seqs:
+            problems.append(f"{run_id}: applied {traced.get(run_id, [])} for {seqs}")
+    return problems
+
+
+def logged_writes(database_url: str, prefix: str) -> int:
+    from tests.helpers import rows
+
+    return int(rows(database_url, "SELECT count(*) AS n FROM write_log WHERE run_id LIKE %s",
+                    f"{prefix}-%")[0]["n"])
+
+
+SEND_CLIENT = """
+import json, sys, time
+from worker.celery_app import app
+for name, args, pause_s in json.loads(sys.argv[1]):
+    print(app.send_task(name, args=args).id, flush=True)
+    time.sleep(pause_s)
+"""
+
+
+def send_from_client(env: dict[str, str], tasks: list[tuple[str, list[Any], float]]
+                     ) -> list[str]:
+    """A client in a process of its own sends tasks by name (each followed by a pause);
+    returns their task ids."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import PROJECT_ROOT
+
+    done = subprocess.run([sys.executable, "-c", SEND_CLIENT, json.dumps(tasks)],
+                          cwd=PROJECT_ROOT, env={**os.environ, **env}, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.split()

@@ -64,7 +64,11 @@ def _chained_writes(chain: Any, limit: int) -> list[Any]:
 def _sequence_wait_countdown(retries: int) -> float:
     settings = get_runtime().settings
     base = min(settings.seq_wait_initial_s * (2 ** min(retries, 16)), settings.seq_wait_max_s)
-    return base * (0.75 + random.random() / 2)  # jitter: waiting writes do not move in step
+    countdown = base * (0.75 + random.random() / 2)  # jitter: waiting writes do not move in step
+    if settings.broker_kind == "rabbitmq":
+        # Native delayed delivery counts whole seconds, and refuses less than one.
+        return float(max(1, round(countdown)))
+    return countdown
 
 
 def _settle_record(deps: WriteDeps, run: Any, seq: Any, outcome: WriteResult) -> None:
@@ -166,6 +170,10 @@ def memory_continuations_flush(*extra: Any, **unexpected: Any) -> dict[str, Any]
     runtime = get_runtime()
     answer: dict[str, Any] = {"ok": True, **flush_continuations(runtime.db)}
     records = write_records(runtime.settings.redis_url)
+    if runtime.settings.broker_kind == "rabbitmq":
+        from worker.app.rabbitmq import drain_dead_letters
+
+        answer["dead_lettered_by_broker"] = drain_dead_letters(app, runtime.db, records)
     if records is not None:
         settings = runtime.settings
         answer["records"] = redeliver_recorded_writes(

@@ -148,6 +148,8 @@ class WriteRecords:
                 pipe.hdel(records_key(run_id), str(seq), f"{seq}{REDELIVERED_SUFFIX}")
                 pipe.zrem(DUE_KEY, due_member(run_id, seq))
                 pipe.execute()
+        except UnicodeError:
+            pass  # a run id no client could have recorded (invalid Unicode): nothing to clear
         except redis.RedisError as exc:
             log.warning("could not clear the write record of %s/%s (%s); the next redelivery "
                         "pass clears it", run_id, seq, type(exc).__name__)
@@ -158,7 +160,7 @@ class WriteRecords:
         it. Unknown (Redis unreachable) counts as not recorded."""
         try:
             fields = self.client.hkeys(records_key(run_id))
-        except redis.RedisError:
+        except (redis.RedisError, UnicodeError):
             return False
         for field in fields:
             name = field.decode() if isinstance(field, bytes) else str(field)

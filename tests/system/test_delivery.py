@@ -1,0 +1,153 @@
+"""Delivery you can prove, on Redis and on RabbitMQ: whatever the broker drops, every write a
+client enqueued is applied exactly once, in its run's order.
+
+Each test runs on both brokers: worker and beat processes started as an operator starts them,
+agent services in processes of their own enqueueing chains, faults injected from outside, and
+every effect read back from Postgres. Embeddings come from the OpenAI-compatible stand-in (a
+worker starts in a second instead of loading a model: a kill loop restarts it often).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.helpers import DISTINCT_FACTS, BeatProcess, WorkerProcess, wait_until
+from tests.openai_stub import OpenAIStub
+from tests.system.conftest import (
+    Broker,
+    applied_once_in_order,
+    enqueue_from_client,
+    logged_writes,
+    send_from_client,
+)
+
+REDELIVERY_AFTER_S = 3.0
+FLUSH_PERIOD_S = 1.0
+
+
+@pytest.fixture(scope="module")
+def embeddings() -> Iterator[dict[str, str]]:
+    with OpenAIStub() as stub:
+        yield {"MEMORY_EMBEDDING_BACKEND": "openai", "MEMORY_EMBEDDING_BASE_URL": stub.base_url,
+               "MEMORY_EMBEDDING_API_KEY": "stub", "MEMORY_EMBEDDING_MODEL": "stub-embed"}
+
+
+@pytest.fixture
+def stack(broker: Broker, embeddings: dict[str, str], tmp_path) -> Iterator[object]:
+    """Starts workers (any number, one after the other) and one beat on `broker`."""
+    env = {**broker.env, **embeddings, "MEMORY_REDELIVERY_AFTER_S": str(REDELIVERY_AFTER_S),
+           "MEMORY_FLUSH_PERIOD_S": str(FLUSH_PERIOD_S)}
+    started: list[WorkerProcess | BeatProcess] = []
+
+    class Stack:
+        def __init__(self) -> None:
+            self.env = env
+            self.workers = 0
+
+        def worker(self, concurrency: int = 2) -> WorkerProcess:
+            self.workers += 1
+            worker = WorkerProcess(f"{broker.kind}-{self.workers}", tmp_path,
+                                   concurrency=concurrency, env=env).start()
+            started.append(worker)
+            worker.wait_ready()
+            return worker
+
+        def beat(self) -> BeatProcess:
+            beat = BeatProcess(tmp_path, env=env).start()
+            started.append(beat)
+            return beat
+
+    yield Stack()
+    for process in reversed(started):
+        process.stop()
+
+
+def _facts(n: int) -> list[str]:
+    return DISTINCT_FACTS[:n]
+
+
+def test_a_chain_head_deleted_from_the_broker_is_applied_within_the_bound(
+        services, broker, stack):
+    sent = enqueue_from_client(stack.env, "lost", runs=10, facts=_facts(5))
+    assert broker.delete_queued() == 10, "each chain is one queued message: its head"
+    stack.beat()
+    started = time.monotonic()
+    stack.worker()
+    expected = sum(len(seqs) for seqs in sent.values())
+    wait_until(lambda: logged_writes(services.database_url, "lost") == expected, timeout=60)
+    elapsed = time.monotonic() - started
+    assert applied_once_in_order(services.database_url, sent) == []
+    # The documented bound: the redelivery bound plus one flush period, and the work itself.
+    assert elapsed < REDELIVERY_AFTER_S + FLUSH_PERIOD_S + 30, elapsed
+    print(f"\n{broker.kind}: 10 lost chain heads, {expected} writes applied in {elapsed:.1f} s")
+
+
+KILLS, RUNS, CHAIN = 30, 100, 5
+
+
+def test_whole_worker_kills_lose_no_write_and_apply_none_twice(services, broker, stack):
+    sent = enqueue_from_client(stack.env, "killed", runs=RUNS, facts=_facts(CHAIN))
+    stack.beat()
+    rng = random.Random(7)
+    for _ in range(KILLS):
+        worker = stack.worker()
+        time.sleep(rng.uniform(0.2, 1.2))  # mid-chain: messages taken, some in flight
+        worker.kill()  # SIGKILL of the main process and its pool, no cleanup
+    assert logged_writes(services.database_url, "killed") < RUNS * CHAIN, \
+        "the kills landed while writes were still queued"
+    stack.worker()
+    wait_until(lambda: logged_writes(services.database_url, "killed") == RUNS * CHAIN,
+               timeout=180, interval=0.5)
+    assert applied_once_in_order(services.database_url, sent) == []
+    print(f"\n{broker.kind}: {RUNS * CHAIN} writes in {RUNS} chains, {KILLS} whole-worker "
+          "kills: 0 lost, 0 applied twice, all in order")
+
+
+def test_pool_process_kills_lose_no_write(services, broker, stack):
+    sent = enqueue_from_client(stack.env, "children", runs=20, facts=_facts(10))
+    stack.beat()
+    worker = stack.worker()
+    for threshold in (30, 80, 130):
+        wait_until(lambda t=threshold: logged_writes(services.database_url, "children") >= t,
+                   timeout=120, interval=0.01)
+        os.kill(min(worker.children()), signal.SIGKILL)
+    wait_until(lambda: logged_writes(services.database_url, "children") == 200, timeout=180,
+               interval=0.5)
+    assert applied_once_in_order(services.database_url, sent) == []
+
+
+def test_a_broker_restart_mid_chain_loses_no_write(services, broker, stack):
+    sent = enqueue_from_client(stack.env, "restart", runs=20, facts=_facts(10))
+    stack.beat()
+    stack.worker()
+    wait_until(lambda: logged_writes(services.database_url, "restart") >= 40, timeout=120,
+               interval=0.01)
+    broker.restart()
+    wait_until(lambda: logged_writes(services.database_url, "restart") == 200, timeout=240,
+               interval=0.5)
+    assert applied_once_in_order(services.database_url, sent) == []
+
+
+def test_a_write_waits_for_its_predecessor_on_the_broker(services, broker, stack):
+    """seq 2 first: it waits (on RabbitMQ through native delayed delivery, whole seconds),
+    then seq 1 arrives, and both apply in order."""
+    from celery.result import AsyncResult
+
+    from worker.celery_app import app
+
+    stack.worker()
+    run = {"run_id": "waits", "agent_id": "A", "user_id": "u-waits"}
+    later, earlier = send_from_client(stack.env, [
+        ("memory.write", [run, {"note": "User's timezone is UTC+2.", "type": "Context"}, 2, 1],
+         2.5),
+        ("memory.write", [run, {"note": "User's timezone is UTC+1.", "type": "Context"}, 1, 0],
+         0.0)])
+    assert AsyncResult(earlier, app=app).get(timeout=60)["disposition"] == "written"
+    assert AsyncResult(later, app=app).get(timeout=60)["disposition"] == "superseded-own"
+    assert applied_once_in_order(services.database_url, {"waits": [1, 2]}) == []
