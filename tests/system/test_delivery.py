@@ -151,3 +151,62 @@ def test_a_write_waits_for_its_predecessor_on_the_broker(services, broker, stack
     assert AsyncResult(earlier, app=app).get(timeout=60)["disposition"] == "written"
     assert AsyncResult(later, app=app).get(timeout=60)["disposition"] == "superseded-own"
     assert applied_once_in_order(services.database_url, {"waits": [1, 2]}) == []
+
+
+def test_a_message_that_ends_every_worker_is_dead_lettered_by_rabbitmq(
+        services, rabbitmq, embeddings, tmp_path):
+    """The broker's own delivery limit (the backstop behind the worker's poison bound):
+    a write whose every delivery ends its worker is dead-lettered by RabbitMQ, moved into
+    `dead_letters` by the redelivery pass, answered, and its record cleared."""
+    import redis
+    from celery.result import AsyncResult
+    from kombu import Connection
+
+    from tests.helpers import rows
+    from worker.celery_app import app
+    from worker.delivery.records import DUE_KEY
+
+    def drop_queues() -> None:  # declared here with another delivery limit than elsewhere
+        with Connection(rabbitmq.url) as connection, connection.channel() as channel:
+            for queue in ("memory.writes", "memory.dead-letters"):
+                channel.queue_delete(queue)
+
+    hold = tmp_path / "hold"
+    env = {"BROKER_URL": rabbitmq.url, **embeddings, "MEMORY_BROKER_DELIVERY_LIMIT": "2",
+           "MEMORY_REDELIVERY_AFTER_S": "600", "MEMORY_FLUSH_PERIOD_S": "1",
+           "MEMORY_WRITE_ADMISSION": "tests.admission_hooks:pause_on_marker",
+           "MEMORY_ADMISSION_HOOK_TIMEOUT_S": "20", "MEMORY_TEST_HOLD_FILE": str(hold)}
+    drop_queues()
+    hold.touch()
+    beat = BeatProcess(tmp_path, env=env).start()
+    workers: list[WorkerProcess] = []
+    try:
+        sent = enqueue_from_client(env, "deadly", runs=1, facts=["[hold] User likes tea."])
+        held, kills = tmp_path / "hold.held", 0
+        for attempt in range(6):
+            workers.append(WorkerProcess(f"deadly-{attempt}", tmp_path, env=env).start())
+            workers[-1].wait_ready()
+            try:
+                wait_until(held.exists, timeout=10)
+            except AssertionError:
+                break  # no longer delivered; this worker runs the redelivery pass
+            workers[-1].kill()
+            held.unlink()
+            kills += 1
+        assert kills == 3, "delivered three times: the limit (2) was exceeded on the third"
+        letters = wait_until(lambda: rows(services.database_url,
+                                          "SELECT * FROM dead_letters"), timeout=30)
+        [letter] = letters
+        # Only it: beat's flush ticks that expired while no worker ran are dropped.
+        assert "delivery limit" in letter["reason"] and letter["task_name"] == "memory.write"
+        assert "[hold] User likes tea." in letter["body"]
+        [[seq]] = sent.values()
+        answer = AsyncResult(letter["task_id"], app=app).get(timeout=10)
+        assert answer["disposition"] == "error" and "dead_letters" in answer["reason"]
+        assert answer["seq"] == seq
+        assert redis.Redis.from_url(services.redis_url).zcard(DUE_KEY) == 0, "record cleared"
+    finally:
+        for worker in workers:
+            worker.stop()
+        beat.stop()
+        drop_queues()

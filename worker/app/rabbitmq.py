@@ -109,6 +109,11 @@ def drain_dead_letters(app: Any, db: Any, records: Any, *, limit: int = 500) -> 
                 if message is None:
                     break
                 headers = dict(getattr(message, "headers", None) or {})
+                if _death_reason(headers) == "expired":
+                    # A beat tick nobody took before its `expires` (workers down): dropped,
+                    # as on Redis, where Celery revokes it on receipt; nothing waits for it.
+                    channel.basic_ack(message.delivery_tag)
+                    continue
                 body = _text(message.body)
                 reason = _dead_letter_reason(headers)
                 with db.transaction() as conn:
@@ -137,9 +142,13 @@ def _deliveries(headers: dict[str, Any]) -> int | None:
     return count if isinstance(count, int) else None
 
 
-def _dead_letter_reason(headers: dict[str, Any]) -> str:
+def _death_reason(headers: dict[str, Any]) -> str | None:
     why = headers.get("x-first-death-reason")
-    why = why.decode() if isinstance(why, bytes) else why
+    return why.decode() if isinstance(why, bytes) else why if isinstance(why, str) else None
+
+
+def _dead_letter_reason(headers: dict[str, Any]) -> str:
+    why = _death_reason(headers)
     if why == "delivery_limit":
         return ("delivered more often than the broker's delivery limit; each delivery ended "
                 "its worker before the task finished")
