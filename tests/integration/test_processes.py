@@ -7,7 +7,15 @@ from collections import Counter
 
 import pytest
 
-from tests.helpers import DISTINCT_FACTS, WorkerProcess, notes, rows, run_context, wait_until
+from tests.helpers import (
+    DISTINCT_FACTS,
+    BeatProcess,
+    WorkerProcess,
+    notes,
+    rows,
+    run_context,
+    wait_until,
+)
 from worker.client import enqueue_memory_writes
 
 pytestmark = pytest.mark.processes
@@ -29,7 +37,11 @@ def _set_cap(db, agent: str, cap: int) -> None:
 def test_worker_killed_mid_chain_leaves_a_single_clean_run(services, db, tmp_path):
     _set_cap(db, "A", 100)
     writes = [{"note": fact, "type": "Context"} for fact in FACTS[:30]]
-    victim = WorkerProcess("victim", tmp_path, concurrency=2).start()
+    # Beat sends the redelivery pass: a chain head the kill took with it (kombu's Redis
+    # transport pops before it records) is published again from the writes' records.
+    env = {"MEMORY_REDELIVERY_AFTER_S": "3", "MEMORY_FLUSH_PERIOD_S": "1"}
+    beat = BeatProcess(tmp_path, env=env).start()
+    victim = WorkerProcess("victim", tmp_path, concurrency=2, env=env).start()
     victim.wait_ready()
     crashed = run_context("crash-run", user="U-crash")
     enqueue_memory_writes(crashed, writes)
@@ -41,7 +53,7 @@ def test_worker_killed_mid_chain_leaves_a_single_clean_run(services, db, tmp_pat
                              "SELECT count(*) AS n FROM write_log WHERE run_id = 'crash-run'")
     assert applied_at_kill < 30, "the kill must land in the middle of the chain"
 
-    rescuer = WorkerProcess("rescuer", tmp_path, concurrency=2).start()
+    rescuer = WorkerProcess("rescuer", tmp_path, concurrency=2, env=env).start()
     try:
         rescuer.wait_ready()
         clean = run_context("clean-run", user="U-clean")
@@ -51,6 +63,7 @@ def test_worker_killed_mid_chain_leaves_a_single_clean_run(services, db, tmp_pat
                    == 30, timeout=120, interval=0.2)
     finally:
         rescuer.stop()
+        beat.stop()
 
     def summary(run_id: str) -> tuple:
         log = rows(services.database_url,
