@@ -93,6 +93,13 @@ def test_stats_counts_notes_and_cycles(runtime, services):
     assert before["oldest_provisional_age_s"] >= 590
     assert before["last_cycle"] is None and before["pending_writes"] == 0
     assert (before["waiting_continuations"], before["dead_letters"]) == (0, 0)
+    assert (before["recorded_writes"], before["oldest_recorded_write_age_s"]) == (0, None)
+    from worker.client import RecordedTask, record_writes
+
+    record_writes("r-stats", [RecordedTask("memory.write", "t-stats", [
+        {"run_id": "r-stats", "agent_id": "A"}, {"note": "User likes tea.", "type": "Context"}])])
+    recorded = _json("stats")  # accepted, no worker has applied it yet
+    assert recorded["recorded_writes"] == 1 and recorded["oldest_recorded_write_age_s"] >= 0
     run_cycle(runtime)
     after = _json("stats")
     assert after["notes_by_status"]["Active"] == 2

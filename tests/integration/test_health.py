@@ -275,6 +275,19 @@ def test_broker_down_is_not_ready(services):
     assert code == 1 and report["failed"] == ["broker"]
 
 
+def test_rabbitmq_as_the_broker_is_checked_and_redis_beside_it(services, rabbitmq):
+    env = {"DATABASE_URL": services.database_url, "REDIS_URL": services.redis_url,
+           "BROKER_URL": rabbitmq.url}
+    code, report = _ready(env)
+    assert code == 0, report
+    assert [c["name"] for c in report["checks"]] == ["broker", "redis", "database",
+                                                      "migrations"]
+    assert "RabbitMQ" in report["checks"][0]["detail"]
+    assert "guest:***@" in report["checks"][0]["detail"], "the password is not shown"
+    code, report = _ready({**env, "BROKER_URL": "amqp://guest:guest@127.0.0.1:1/none"})
+    assert code == 1 and report["failed"] == ["broker"]
+
+
 def test_servers_that_never_answer_cannot_hang_the_probe():
     # A socket that accepts connections (the kernel's backlog) but never says a word: the
     # shape of a wedged server or a half-open network path.

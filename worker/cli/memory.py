@@ -105,6 +105,8 @@ def stats(as_json: JsonOption = False) -> None:
     with runtime.db.read() as conn:
         summary = overview(conn)
     summary["pending_writes"] = _queue_length(runtime.settings)
+    summary["recorded_writes"], summary["oldest_recorded_write_age_s"] = _recorded_writes(
+        runtime.settings)
     if as_json:
         dump(summary)
         return
@@ -112,6 +114,9 @@ def stats(as_json: JsonOption = False) -> None:
         console.print(f"{title.replace('_', ' ')}: " + ", ".join(
             f"{k} {v}" for k, v in sorted(summary[title].items())))
     console.print(f"pending writes: {summary['pending_writes']}")
+    oldest = summary["oldest_recorded_write_age_s"]
+    console.print(f"writes accepted, not yet applied: {summary['recorded_writes']}"
+                  + ("" if oldest is None else f" (oldest {oldest:.0f} s)"))
     console.print(f"oldest provisional note: {summary['oldest_provisional_age_s']:.0f} s old")
     last = summary["last_cycle"]
     console.print("last cycle: none" if last is None else
@@ -124,15 +129,36 @@ def stats(as_json: JsonOption = False) -> None:
 
 
 def _queue_length(settings: Any) -> int | None:
-    """Messages waiting in the write queue (Redis list), or None if Redis is unreachable."""
-    import redis
-
+    """Messages waiting in the write queue (a Redis list, or a RabbitMQ queue), or None if
+    the broker is unreachable."""
     try:
-        client = redis.Redis.from_url(settings.require_redis_url(), socket_timeout=2,
+        if settings.broker_kind == "rabbitmq":
+            from kombu import Connection
+
+            from worker.app.rabbitmq import queue_length
+
+            with Connection(settings.broker_url,
+                            connect_timeout=settings.redis_connect_timeout_s) as connection:
+                return queue_length(connection, settings.write_queue)
+        import redis
+
+        client = redis.Redis.from_url(settings.require_broker_url(), socket_timeout=2,
                                       socket_connect_timeout=settings.redis_connect_timeout_s)
         return int(client.llen(settings.write_queue))
     except Exception:
         return None
+
+
+def _recorded_writes(settings: Any) -> tuple[int | None, float | None]:
+    """Writes their clients recorded that are not applied yet, and the oldest one's age
+    (worker/delivery/records.py); None when Redis is unreachable."""
+    from worker.delivery.records import write_records
+
+    try:
+        records = write_records(settings.require_redis_url())
+        return records.pending() if records is not None else (None, None)
+    except Exception:
+        return None, None
 
 
 def write(

@@ -104,6 +104,24 @@ def check_broker(redis_url: str | None, timeout_s: float = DEFAULT_CHECK_TIMEOUT
     return _timed("broker", probe)
 
 
+def check_rabbitmq(broker_url: str, timeout_s: float = DEFAULT_CHECK_TIMEOUT_S) -> Check:
+    """RabbitMQ as the broker: it accepts a connection (and the login) within the timeout."""
+    def probe() -> str:
+        from kombu import Connection
+
+        with Connection(broker_url, connect_timeout=timeout_s) as connection:
+            connection.ensure_connection(max_retries=1, timeout=timeout_s)
+            server = connection.connection.server_properties.get("version", "?")
+        shown = server.decode() if isinstance(server, bytes) else server
+        return f"{redact(broker_url)} accepted a connection (RabbitMQ {shown})"
+
+    return _timed("broker", probe)
+
+
+def is_amqp(url: str | None) -> bool:
+    return bool(url) and str(url).split(":", 1)[0] in ("amqp", "amqps", "pyamqp")
+
+
 def _with_connect_timeout(database_url: str, timeout_s: float) -> str:
     from sqlalchemy.engine import make_url
 
@@ -151,9 +169,13 @@ def check_migrations(database_url: str, timeout_s: float = DEFAULT_CHECK_TIMEOUT
 
 def check_readiness(database_url: str | None = None, redis_url: str | None = None, *,
                     timeout_s: float = DEFAULT_CHECK_TIMEOUT_S,
-                    from_settings: bool = True) -> Readiness:
-    """Broker, database, migrations. The URLs default to the settings (the environment)."""
+                    from_settings: bool = True, broker_url: str | None = None) -> Readiness:
+    """Broker, database, migrations. The URLs default to the settings (the environment).
+    With RabbitMQ as the broker, Redis (sequence numbers, write records, results) is checked
+    as `redis`."""
     result = Readiness()
+    if from_settings and broker_url is None:
+        broker_url = _broker_url_from_settings()
     if from_settings and (database_url is None or redis_url is None):
         try:
             from worker.settings import Settings
@@ -164,7 +186,14 @@ def check_readiness(database_url: str | None = None, redis_url: str | None = Non
             return result
         database_url = database_url if database_url is not None else settings.database_url
         redis_url = redis_url if redis_url is not None else settings.redis_url
-    result.checks.append(check_broker(redis_url, timeout_s))
+    if is_amqp(broker_url):
+        assert broker_url is not None
+        result.checks.append(check_rabbitmq(broker_url, timeout_s))
+        redis_check = check_broker(redis_url, timeout_s)
+        redis_check.name = "redis"
+        result.checks.append(redis_check)
+    else:
+        result.checks.append(check_broker(redis_url, timeout_s))
     database = check_database(database_url, timeout_s)
     result.checks.append(database)
     if database.ok and database_url:
@@ -172,3 +201,12 @@ def check_readiness(database_url: str | None = None, redis_url: str | None = Non
     else:
         result.checks.append(Check("migrations", False, "not checked: database unreachable"))
     return result
+
+
+def _broker_url_from_settings() -> str | None:
+    try:
+        from worker.settings import Settings
+
+        return Settings().broker_url
+    except Exception:
+        return None  # a bad setting is reported by the database/redis branch
