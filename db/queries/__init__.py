@@ -16,6 +16,7 @@ several tables), with the pieces every path shares beside them:
   later)
 - Memory Manager: `manager` (cycle lock and rows, watermarks, note history) · `hardening`
   · `consolidation` · `maintenance` (importance, decay, expiry, pruning pages) ·
+  `missing_vectors` (notes and examples stored without a vector, embedded later) ·
   `retention` (deleting old rows, erasing retired notes' content) · `conversations`
   (ingestion, extraction's reads, examples)
 - forgetting on request: `erasure` (a subject's rows by table) · `fences` (what keeps an

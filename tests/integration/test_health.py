@@ -251,7 +251,8 @@ def test_ready_when_broker_database_and_schema_are(services):
                            "REDIS_URL": services.redis_url})
     assert code == 0, report
     assert report["ready"] and report["failed"] == []
-    assert [c["name"] for c in report["checks"]] == ["broker", "database", "migrations"]
+    assert [c["name"] for c in report["checks"]] == ["broker", "database", "migrations",
+                                                     "embedder"]
     text = _run(sys.executable, "-m", "worker.ops.health", "ready",
                 env={"DATABASE_URL": services.database_url, "REDIS_URL": services.redis_url})
     assert text.returncode == 0 and text.stdout.strip().endswith("ready"), text.stdout
@@ -262,7 +263,7 @@ def test_database_down_is_not_ready_and_says_so(services):
     code, report = _ready(env)
     assert code == 1
     assert report["failed"] == ["database", "migrations"]
-    assert [c["ok"] for c in report["checks"]] == [True, False, False]
+    assert [c["ok"] for c in report["checks"]] == [True, False, False, True]
     text = _run(CLI, "health", "ready", "--timeout", "3", env=env)
     assert text.returncode == 1
     assert "not ready: database, migrations" in text.stdout
@@ -281,7 +282,7 @@ def test_rabbitmq_as_the_broker_is_checked_and_redis_beside_it(services, rabbitm
     code, report = _ready(env)
     assert code == 0, report
     assert [c["name"] for c in report["checks"]] == ["broker", "redis", "database",
-                                                      "migrations"]
+                                                      "migrations", "embedder"]
     assert "RabbitMQ" in report["checks"][0]["detail"]
     assert "guest:***@" in report["checks"][0]["detail"], "the password is not shown"
     code, report = _ready({**env, "BROKER_URL": "amqp://guest:guest@127.0.0.1:1/none"})
@@ -349,3 +350,33 @@ def test_an_evicting_broker_is_not_ready(services):
     finally:
         client.config_set("maxmemory-policy", before)
     assert readiness.check_readiness(services.database_url, services.redis_url).ready
+
+
+def test_the_embedder_check_reads_what_the_workers_here_recorded(tmp_path, monkeypatch):
+    from worker.ops import embedder_state
+
+    monkeypatch.delenv("MEMORY_HEARTBEAT_FILE", raising=False)
+    monkeypatch.setenv("MEMORY_DATA_DIR", str(tmp_path))
+    nothing = readiness.check_embedder()
+    assert nothing.ok and "nothing to check" in nothing.detail  # beat, an init container
+
+    writes = embedder_state.state_path_for_role(health.worker_role(["memory.writes"]))
+    manager = embedder_state.state_path_for_role(health.worker_role(["memory.manager"]))
+    assert writes.parent == manager.parent == health.heartbeat_dir() and writes != manager
+    since = time.time() - 120
+    embedder_state.write_state(writes, embedder_state.EmbedderState(
+        True, since, "openai text-embedding-3-small", os.getpid(), since))
+    embedder_state.write_state(manager, embedder_state.EmbedderState(
+        False, since, "embedding endpoint failed: APIConnectionError", os.getpid(), since))
+    failing = readiness.check_embedder(now=since + 120)
+    assert not failing.ok
+    assert "worker-memory.manager" in failing.detail and "APIConnectionError" in failing.detail
+    assert "120 s" in failing.detail and "memory.writes" not in failing.detail
+
+    # A worker killed before it could remove its file is not a worker here any more.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    embedder_state.write_state(manager, embedder_state.EmbedderState(
+        False, since, "embedding endpoint failed: APIConnectionError", dead.pid, since))
+    passing = readiness.check_embedder()
+    assert passing.ok and "embeds with openai text-embedding-3-small" in passing.detail

@@ -42,8 +42,9 @@ def test_a_cycle_records_every_phase_with_times_counts_and_no_error(runtime, ser
     [row] = rows(services.database_url, "SELECT * FROM manager_cycles")
     assert row["status"] == "succeeded" and row["maintenance"] and row["finished_at"]
     names = [p["phase"] for p in row["phases"]]
-    assert names == ["access", "hardening", "extraction", "importance", "consolidation",
-                     "contradictions", "stale_references", "decay", "ttl", "retention"]
+    assert names == ["vectors", "access", "hardening", "extraction", "importance",
+                     "consolidation", "contradictions", "stale_references", "decay", "ttl",
+                     "retention"]
     for phase in row["phases"]:
         assert phase["error"] is None
         assert phase["started_at"] <= phase["finished_at"]

@@ -256,10 +256,11 @@ def test_access_statistics_are_recorded_off_the_read_path(deps, seed, db):
     with db.connect() as conn:  # ... what operators see counts them already ...
         shown = show_note(conn, note_id)
         assert shown is not None and shown["access_count"] == before[0]["access_count"] + 2
-    # ... and the Memory Manager cycle folds them into the note, first thing.
+    # ... and the Memory Manager cycle folds them into the note before anything reads them
+    # (after the vectors phase, which reads no access counts).
     report = run_manager_cycle(db, deps.settings, None, now=NOW, force=True)
-    assert report.phases[0]["phase"] == "access"
-    assert report.phases[0]["counts"] == {"notes": 1, "accesses": 2}
+    assert [p["phase"] for p in report.phases[:2]] == ["vectors", "access"]
+    assert report.phases[1]["counts"] == {"notes": 1, "accesses": 2}
     [after] = rows(deps.db.url, "SELECT access_count, last_accessed_at FROM notes WHERE id = %s",
                    note_id)
     assert after["access_count"] == before[0]["access_count"] + 2

@@ -139,3 +139,30 @@ def test_a_killed_up_takes_its_workers_and_redis_with_it(tmp_path):
         for proc in children + _processes_using(str(data_dir)):
             with contextlib.suppress(psutil.Error):
                 proc.kill()
+
+
+def test_up_shows_why_a_worker_cannot_start_and_does_not_claim_the_stack_is_up(services,
+                                                                                tmp_path):
+    env = {**os.environ, "DATABASE_URL": services.database_url,
+           # a Redis database of its own: beat's ticks never reach the session's workers
+           "REDIS_URL": services.redis_url.rsplit("/", 1)[0] + "/8",
+           "MEMORY_EMBEDDING_MODEL": str(tmp_path / "no-such-model"),
+           "MEMORY_FLOWER_PORT": str(_free_port()),
+           # the tests may run as root here; Celery warns about that, a deployment does not
+           "PYTHONWARNINGS": "ignore:You're running the worker with superuser privileges"}
+    data_dir = tmp_path / "data"
+    (data_dir / "logs").mkdir(parents=True)
+    (data_dir / "logs" / "writes.log").write_text("an earlier run's last words\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "worker.cli", "up", "--no-flower", "--data-dir", str(data_dir)],
+        cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=240,
+        start_new_session=True)
+    out = done.stdout
+    assert done.returncode == 78, out[-3000:] + done.stderr[-3000:]
+    assert "cannot start with this configuration:" in out
+    [line] = [x for x in out.splitlines() if x.startswith("memory-worker: cannot start: ")]
+    assert str(tmp_path / "no-such-model") in line and "MEMORY_EMBEDDING_MODEL" in line
+    assert "Ready." not in out and "Not started." in out
+    assert "an earlier run's last words" not in out, "only what this start wrote"
+    written = (data_dir / "logs" / "writes.log").read_text().splitlines()
+    assert written[-1] == line

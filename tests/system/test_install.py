@@ -1,11 +1,12 @@
 """Installed as users install it: the wheel, built from this checkout and installed without
 extras into a fresh virtualenv, run from a directory outside the checkout.
 
-No torch arrives; `memory-worker --version` answers; every Memory Manager prompt loads from
-the installed package (a prompt left out of the wheel fails here); `migrate` builds the
-schema; a worker started from that venv applies a write sent by a client in that venv, and
-the client reads it back in a context — with the OpenAI-compatible embedder pointed at a
-local stand-in server, as a deployment without the local model runs.
+No torch arrives; `memory-worker --version` answers; a worker left on the default local
+embedder stops at once with one line saying which extra to install; every Memory Manager
+prompt loads from the installed package (a prompt left out of the wheel fails here);
+`migrate` builds the schema; a worker started from that venv applies a write sent by a
+client in that venv, and the client reads it back in a context — with the OpenAI-compatible
+embedder pointed at a local stand-in server, as a deployment without the local model runs.
 """
 
 from __future__ import annotations
@@ -110,6 +111,23 @@ def test_the_local_embedder_without_its_extra_says_how_to_get_it(install):
                        "build_embedder(Settings(_env_file=None))")
     assert done.returncode != 0
     assert "agent-memory-worker[local]" in done.stderr and "MEMORY_EMBEDDING_BACKEND" in done.stderr
+
+
+def test_a_worker_without_the_local_extra_stops_with_one_line(install, services):
+    # The default backend is `local`; nothing of it is installed. The worker must not run on
+    # storing every write without a vector.
+    done = install.run(install.bin("memory-worker"), "worker", "-Q", "install-no-extra",
+                       "-c", "1", env={
+                           "REDIS_URL": services.redis_url.rsplit("/", 1)[0] + "/7",
+                           "MEMORY_DATA_DIR": str(install.outside / ".memory-data"),
+                           # (the tests may run as root; Celery warns about that)
+                           "PYTHONWARNINGS": "ignore:You're running the worker with "
+                                             "superuser privileges"})
+    assert done.returncode == 78, done.stdout[-2000:] + done.stderr[-2000:]
+    [line] = done.stderr.splitlines()
+    assert line.startswith("memory-worker: cannot start: ")
+    assert "agent-memory-worker[local]" in line and "MEMORY_EMBEDDING_BACKEND" in line
+    assert " ready." not in done.stdout
 
 
 @pytest.fixture

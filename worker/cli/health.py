@@ -40,5 +40,6 @@ def ready(
         help="Seconds allowed per check.")] = DEFAULT_CHECK_TIMEOUT_S,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Readiness: broker answers PING and does not evict, database answers, schema current."""
+    """Readiness: broker answers PING and does not evict, database answers, schema current,
+    and no worker here has recorded that it cannot embed."""
     raise typer.Exit(run_ready(as_json, timeout))

@@ -95,7 +95,9 @@ def up(
     from worker.local.stack import run_stack
 
     settings = get_settings()
-    run_stack(settings, data_dir or settings.data_dir, demo=demo, flower=flower)
+    code = run_stack(settings, data_dir or settings.data_dir, demo=demo, flower=flower)
+    if code:
+        raise typer.Exit(code)
 
 
 def worker(

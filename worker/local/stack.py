@@ -18,6 +18,7 @@ from pathlib import Path
 from types import FrameType
 
 from rich.console import Console
+from rich.markup import escape
 
 from worker.local.embedded import EmbeddedStack, die_with_parent
 from worker.settings import Settings, get_settings, reset_settings_cache
@@ -55,16 +56,23 @@ def flower_command(settings: Settings, data_dir: Path) -> list[str]:
     return _celery(*args)
 
 
+# A worker's exit status for a configuration it cannot run with (worker/app/embedder_start.py).
+EXIT_CONFIG = 78
+
+
 @dataclass
 class Child:
     name: str
     command: list[str]
     log_path: Path
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    # Where this start's output begins: the log is appended to across runs of `up`.
+    log_offset: int = 0
 
     def start(self, env: dict[str, str]) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log_file = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it until exit
+        self.log_offset = log_file.tell()
         self.process = subprocess.Popen(
             self.command, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
             stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent,
@@ -74,6 +82,10 @@ class Child:
     @property
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.process.returncode if self.process is not None else None
 
     def request_stop(self) -> None:
         if self.alive:
@@ -108,14 +120,35 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
     raise _Stop()
 
 
-def log_tail(path: Path, lines: int = 15) -> str:
-    """The last lines of a child's log, to show beside a failure instead of sending the
-    operator to look for the file."""
+def log_tail(path: Path, lines: int = 15, offset: int = 0) -> str:
+    """The last lines a child wrote to its log since `offset`, to show beside a failure
+    instead of sending the operator to look for the file."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with open(path, "rb") as log:
+            log.seek(offset)
+            text = log.read().decode("utf-8", errors="replace")
     except OSError:
         return "(no log)"
-    return "\n".join(text.rstrip().splitlines()[-lines:]) or "(empty log)"
+    # Escaped: a log line such as `pip install 'agent-memory-worker[local]'` is not markup.
+    return escape("\n".join(text.rstrip().splitlines()[-lines:])) or "(empty log)"
+
+
+def report_exit(child: Child) -> None:
+    """Why a child stopped, in its own words: the end of what it wrote this time. A worker
+    that cannot run with its configuration wrote exactly one line saying what to change."""
+    tail = log_tail(child.log_path, offset=child.log_offset)
+    if child.exit_code == EXIT_CONFIG:
+        console.print(f"[red]{child.name} cannot start with this configuration:[/red]\n{tail}",
+                      highlight=False, soft_wrap=True)
+        return
+    console.print(f"[red]{child.name} exited (code {child.exit_code}); the end of "
+                  f"{child.log_path}:[/red]\n{tail}", highlight=False, soft_wrap=True)
+
+
+def failure_exit_code(children: list[Child]) -> int:
+    """`up`'s own status when a child stopped: a configuration error stays one."""
+    codes = {child.exit_code for child in children if not child.alive}
+    return EXIT_CONFIG if EXIT_CONFIG in codes else 1
 
 
 def wait_for_workers(children: list[Child], timeout: float = 120.0,
@@ -129,9 +162,7 @@ def wait_for_workers(children: list[Child], timeout: float = 120.0,
     while time.monotonic() - start < timeout:
         dead = [child for child in children if not child.alive]
         for child in dead:
-            code = child.process.returncode if child.process else None
-            console.print(f"[red]{child.name} exited (code {code}); the end of "
-                          f"{child.log_path}:[/red]\n{log_tail(child.log_path)}")
+            report_exit(child)
         if dead:
             return False
         replies = app.control.ping(timeout=1.0) or []
@@ -143,11 +174,14 @@ def wait_for_workers(children: list[Child], timeout: float = 120.0,
     writes = next((c for c in children if c.name == "writes"), None)
     console.print(f"[red]the write worker did not answer within {timeout:.0f} s[/red]")
     if writes is not None:
-        console.print(f"the end of {writes.log_path}:\n{log_tail(writes.log_path)}")
+        console.print(f"the end of {writes.log_path}:\n"
+                      f"{log_tail(writes.log_path, offset=writes.log_offset)}")
     return False
 
 
-def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -> None:
+def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -> int:
+    """Runs until Ctrl-C (returns 0) or until a child stops (returns non-zero, after saying
+    why)."""
     from db.migrate import migrate
 
     data_dir = data_dir.resolve()
@@ -189,7 +223,8 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
         if flower:
             console.print(f"  Flower   http://{settings.flower_address}:{settings.flower_port}")
         if not wait_for_workers(children):
-            return
+            console.print("[red]Not started.[/red]")
+            return failure_exit_code(children)
         console.print("[green]Ready.[/green] Ctrl-C stops everything.")
         if demo:
             from worker.local.demo import play_demo
@@ -197,10 +232,14 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
             play_demo(console)
         while all(child.alive for child in children):
             time.sleep(1.0)
-        dead = [child.name for child in children if not child.alive]
-        console.print(f"[red]{', '.join(dead)} exited; stopping[/red]")
+        for child in children:
+            if not child.alive:
+                report_exit(child)
+        console.print("[red]stopping[/red]")
+        return failure_exit_code(children)
     except (KeyboardInterrupt, _Stop):
         console.print("\nStopping…")
+        return 0
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)

@@ -1,6 +1,7 @@
 """One Memory Manager cycle (SPEC 7): single-flight, one row per cycle, phases in order.
 
-Folding recorded accesses in, hardening and extraction run every cycle; the maintenance
+Embedding what was stored without a vector, folding recorded accesses in, hardening and
+extraction run every cycle; the maintenance
 phases run when their own trigger says so (`maintenance_interval_hours` since the last
 maintenance, or `maintenance_new_note_trigger` new notes since then) or when forced. Every
 phase runs in its own transaction(s) and trace step, and a phase that fails is recorded and
@@ -51,6 +52,7 @@ from worker.manager.maintenance import (
 )
 from worker.manager.model_judge import PROMPT_VERSION, ModelJudge
 from worker.manager.retention import enforce_retention
+from worker.manager.vectors import embed_missing_vectors
 from worker.normalize import content_hash
 from worker.settings import Settings
 
@@ -59,6 +61,8 @@ log = logging.getLogger(__name__)
 Phase = Callable[[PhaseDeps], dict[str, Any]]
 
 EVERY_CYCLE: list[tuple[str, Phase]] = [
+    # First: every later phase compares notes by their vectors.
+    ("vectors", embed_missing_vectors),
     ("access", fold_access_statistics),
     ("hardening", harden_provisional_notes),
     ("extraction", extract_from_conversations),
@@ -248,6 +252,9 @@ def _run_locked(db: Database, settings: Settings, embedder: Embedder | None, *,
             counts = record["counts"]
             report.counts["new_notes"] = (report.counts.get("new_notes", 0)
                                           + int(counts.get("new_notes", 0)))
+            report.counts["embedded"] = (report.counts.get("embedded", 0)
+                                         + int(counts.get("notes_embedded", 0))
+                                         + int(counts.get("examples_embedded", 0)))
             if "watermark" in counts:
                 watermarks[name] = counts.pop("watermark")
             save(CycleStatus.RUNNING, None)  # progress is visible while the cycle runs

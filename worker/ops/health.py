@@ -19,8 +19,10 @@ interpreter start, and a broker or database outage never gets a healthy process 
   a beat with a quiet schedule.
 
 Readiness (`memory-worker health ready`, `python -m worker.ops.health ready`): the broker answers
-PING and does not evict keys, the database answers `SELECT 1`, no migration is pending. The
-checks live in worker/ops/readiness.py; this module prints them and is the probes' entry point.
+PING and does not evict keys, the database answers `SELECT 1`, no migration is pending, and
+no worker running here has recorded that it cannot embed (worker/ops/embedder_state.py: a
+file beside each worker's heartbeat). The checks live in worker/ops/readiness.py; this module
+prints them and is the probes' entry point.
 
 Exit codes, both commands: 0 live / ready, 1 not live / not ready (the output names the
 failing check), 2 usage error.
@@ -314,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     live.add_argument("--max-age", type=float, default=DEFAULT_MAX_AGE_S,
                       help=f"seconds (default {DEFAULT_MAX_AGE_S:g})")
     live.add_argument("--json", action="store_true")
-    ready = commands.add_parser("ready", help="broker, database and schema ready?")
+    ready = commands.add_parser("ready", help="broker, database, schema and embedder ready?")
     ready.add_argument("--timeout", type=float, default=DEFAULT_CHECK_TIMEOUT_S,
                        help=f"seconds per check (default {DEFAULT_CHECK_TIMEOUT_S:g})")
     ready.add_argument("--json", action="store_true")

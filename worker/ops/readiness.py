@@ -1,5 +1,6 @@
 """Readiness: may this process take work? The broker answers PING and does not evict keys,
-the database answers `SELECT 1`, no migration is pending.
+the database answers `SELECT 1`, no migration is pending, and the workers running here can
+embed (as they last recorded it: worker/ops/embedder_state.py).
 
 The checks behind `memory-worker health ready` and `python -m worker.ops.health ready` (which
 print them, worker/ops/health.py). Each check is bounded by its timeout and reports a failure
@@ -167,12 +168,34 @@ def check_migrations(database_url: str, timeout_s: float = DEFAULT_CHECK_TIMEOUT
     return _timed("migrations", probe)
 
 
+def check_embedder(now: float | None = None) -> Check:
+    """What the workers running here last recorded about their embedder. Reads files only:
+    a probe never loads the model or calls the endpoint. No worker here (beat, an init
+    container, an operator's shell) has nothing to check."""
+
+    def probe() -> str:
+        from worker.ops.embedder_state import describe, recorded_states
+
+        at = time.time() if now is None else now
+        states = recorded_states()
+        if not states:
+            return "no worker here has recorded its embedder (nothing to check)"
+        described = [describe(path, state, at) for path, state in states]
+        failing = [text for (_, state), text in zip(states, described, strict=True)
+                   if not state.ok]
+        if failing:
+            raise NotReady("; ".join(failing))
+        return "; ".join(described)
+
+    return _timed("embedder", probe)
+
+
 def check_readiness(database_url: str | None = None, redis_url: str | None = None, *,
                     timeout_s: float = DEFAULT_CHECK_TIMEOUT_S,
                     from_settings: bool = True, broker_url: str | None = None) -> Readiness:
-    """Broker, database, migrations. The URLs default to the settings (the environment).
-    With RabbitMQ as the broker, Redis (sequence numbers, write records, results) is checked
-    as `redis`."""
+    """Broker, database, migrations, embedder. The URLs default to the settings (the
+    environment). With RabbitMQ as the broker, Redis (sequence numbers, write records,
+    results) is checked as `redis`."""
     result = Readiness()
     if from_settings and broker_url is None:
         broker_url = _broker_url_from_settings()
@@ -200,6 +223,7 @@ def check_readiness(database_url: str | None = None, redis_url: str | None = Non
         result.checks.append(check_migrations(database_url, timeout_s))
     else:
         result.checks.append(Check("migrations", False, "not checked: database unreachable"))
+    result.checks.append(check_embedder())
     return result
 
 
