@@ -186,6 +186,7 @@ def _apply_sequenced(
         candidate_id=str(outcome.candidate_id) if outcome.candidate_id else None,
         forgotten=step.forgotten,
         forgotten_candidates=step.forgotten_candidates,
+        out_of_order=bool(detail.get("applied_out_of_order")),
     )
 
 
