@@ -67,6 +67,10 @@ class Disposition(StrEnum):
     # A run's forget request (worker/erasure/fact.py): notes revoked, or none matched.
     FORGOTTEN = "forgotten"
     NOTHING_TO_FORGET = "nothing-to-forget"
+    # A write older than what its run already applied (it arrived after its gap was declared,
+    # or was retried after an `error`) that would override a note a later write of the run
+    # wrote or changed (worker/writes/pipeline.py, `refuse_stale_override`).
+    SKIPPED_STALE = "skipped-stale"
 
 
 class InjectionStrategy(StrEnum):

@@ -40,7 +40,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # Kombu's Redis transport, surviving a lost connection (worker/app/broker.py).
         "broker_transport": "worker.app.broker:Transport",
         "result_backend": redis_url,
-        "broker_transport_options": redis_transport,
+        # Envelopes of task messages are read before kombu reads them (worker/app/envelope.py).
+        "broker_transport_options": {
+            **redis_transport,
+            "screened_queues": [settings.write_queue, settings.manager_queue]},
         "result_backend_transport_options": redis_transport,
         "broker_connection_retry_on_startup": True,
         "redis_socket_connect_timeout": settings.redis_connect_timeout_s,

@@ -140,6 +140,27 @@ def skip_gap(conn: Connection, run_id: str, seq_before: int, now: datetime) -> N
     conn.execute(_SKIP_GAP, {"run_id": run_id, "seq_before": seq_before, "now": now})
 
 
+# What the run's writes after `seq` wrote, changed or restated (note ids) or held (memory
+# candidate ids), each with the latest of those seqs: what a late operation of the run (one
+# older than its applied sequence) must not override. Served by the write_log primary key.
+_WRITTEN_AFTER = text("""
+SELECT id, max(seq) AS seq FROM (
+    SELECT note_id AS id, seq FROM write_log
+    WHERE run_id = :run_id AND seq > :seq AND note_id IS NOT NULL
+    UNION ALL
+    SELECT candidate_id, seq FROM write_log
+    WHERE run_id = :run_id AND seq > :seq AND candidate_id IS NOT NULL
+) AS later
+GROUP BY id
+""")
+
+
+def written_after(conn: Connection, run_id: str, seq: int) -> dict[uuid.UUID, int]:
+    """Note and candidate ids later writes of the run touched, with the latest such seq."""
+    rows = conn.execute(_WRITTEN_AFTER, {"run_id": run_id, "seq": seq})
+    return {row.id: int(row.seq) for row in rows}
+
+
 # --- recording outcomes ----------------------------------------------------------------------
 
 # The idempotency record, the run's applied sequence and the trace step commit together, in

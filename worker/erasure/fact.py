@@ -39,12 +39,18 @@ from db.queries.forget import (
     revoke_notes,
 )
 from db.queries.manager import NoteEvent, insert_note_events, lock_scopes
-from db.queries.runs import WriteState
+from db.queries.runs import WriteState, written_after
 from db.scope import RequestScope, ScopeConfig, ScopeError
 from worker.agents import config_from_row
 from worker.writes.admission import TraceEventName
 from worker.writes.attempt import Outcome
-from worker.writes.operation import Step, WaitForSequence, WriteDeps, WriteResult
+from worker.writes.operation import (
+    Step,
+    WaitForSequence,
+    WriteDeps,
+    WriteResult,
+    arrived_late,
+)
 from worker.writes.payloads import Invalid, RunContext, payload_digest
 from worker.writes.sequencing import apply_in_order, parse_sequenced
 
@@ -180,9 +186,12 @@ def _forget_in_run(conn: Connection, deps: WriteDeps, run: RunContext, request: 
     scope = RequestScope(run.agent_id, run.user_id, run.company_id, run.primary_scope_entity,
                          run.primary_scope_record_id, dict(run.secondary_scopes))
     words = content_words(request.about) if request.about else set()
+    # A request that arrives late (after its gap was declared) never undoes what the run's
+    # later writes wrote, changed or held: those came after it in the run's order.
+    newer = written_after(conn, run.run_id, seq) if arrived_late(state, seq) else {}
     # Candidates before notes: a promotion racing this request either sees the candidate
     # rejected, or has committed its note, which the note query below then finds.
-    rejected = _reject_candidates(conn, deps, scope, config, request, words, vector,
+    rejected = _reject_candidates(conn, deps, scope, config, request, words, vector, newer,
                                   reason=f"forgotten at {request.requested_by}'s request "
                                          f"(run {run.run_id}, seq {seq})", now=now)
     rows = forgettable_notes(conn, scope, config, vector=vector,
@@ -191,8 +200,10 @@ def _forget_in_run(conn: Connection, deps: WriteDeps, run: RunContext, request: 
     meant = [(row, why) for row in rows
              if (why := _match(row, request, words, deps.settings.forget_match_similarity))]
     kept = [row for row, _ in meant if row["protection_tier"] == ProtectionTier.IMMUTABLE]
-    chosen = [(row, why) for row, why in meant
-              if row["protection_tier"] != ProtectionTier.IMMUTABLE]
+    mutable = [(row, why) for row, why in meant
+               if row["protection_tier"] != ProtectionTier.IMMUTABLE]
+    kept_newer = [row for row, _ in mutable if row["id"] in newer]
+    chosen = [(row, why) for row, why in mutable if row["id"] not in newer]
     lock_scopes(conn, sorted({row["scope_key"] for row, _ in chosen}))
     revoked = revoke_notes(conn, [row["id"] for row, _ in chosen], now)
     forgotten = [(row, why) for row, why in chosen if row["id"] in revoked]
@@ -206,8 +217,11 @@ def _forget_in_run(conn: Connection, deps: WriteDeps, run: RunContext, request: 
     detail = {"forgotten": [str(row["id"]) for row, _ in forgotten],
               "rejected_candidates": [str(row["id"]) for row, _ in rejected],
               "kept_immutable": [str(row["id"]) for row in kept],
+              "kept_newer": [str(row["id"]) for row in kept_newer],
               "unknown_note_ids": unmatched, "requested_by": request.requested_by}
-    return Step(Outcome(*_answer(forgotten, rejected, kept, unmatched)), TraceEventName.FORGET,
+    newer_seq = max((newer[row["id"]] for row in kept_newer), default=None)
+    answer = _answer(forgotten, rejected, kept, unmatched, (len(kept_newer), newer_seq))
+    return Step(Outcome(*answer), TraceEventName.FORGET,
                 detail=detail,
                 forgotten=[{"note_id": str(row["id"]), "type": row["type"], "note": row["note"],
                             "status_before": row["status"], "matched": why}
@@ -220,16 +234,17 @@ def _forget_in_run(conn: Connection, deps: WriteDeps, run: RunContext, request: 
 
 def _reject_candidates(conn: Connection, deps: WriteDeps, scope: RequestScope,
                        config: ScopeConfig, request: ForgetRequest, words: set[str],
-                       vector: Any, *, reason: str, now: datetime
+                       vector: Any, newer: dict[uuid.UUID, int], *, reason: str, now: datetime
                        ) -> list[tuple[dict[str, Any], str]]:
     """Reject the run's user's pending candidates the request means (by id, words or
-    meaning, as for notes): a candidate promoted later would bring the fact back."""
+    meaning, as for notes): a candidate promoted later would bring the fact back. Not those
+    held by the run's writes after a late request (`newer`)."""
     rows = forgettable_candidates(conn, scope, config, limit=MAX_CANDIDATES)
     for row, similarity in zip(rows, _similarities(deps, [row["note"] for row in rows], vector),
                                strict=True):
         row["similarity"] = similarity
-    meant = [(row, why) for row in rows
-             if (why := _match(row, request, words, deps.settings.forget_match_similarity))]
+    meant = [(row, why) for row in rows if row["id"] not in newer
+             and (why := _match(row, request, words, deps.settings.forget_match_similarity))]
     done = reject_candidates(conn, [row["id"] for row, _ in meant], reason=reason,
                              actor=FORGET_REQUEST_ACTOR, now=now)
     return [(row, why) for row, why in meant if row["id"] in done]
@@ -256,10 +271,15 @@ def _similarities(deps: WriteDeps, texts: list[str], vector: Any) -> list[float 
 
 def _answer(forgotten: list[tuple[dict[str, Any], str]],
             rejected: list[tuple[dict[str, Any], str]], kept: list[dict[str, Any]],
-            unmatched: list[str]) -> tuple[Disposition, str]:
+            unmatched: list[str], kept_newer: tuple[int, int | None]) -> tuple[Disposition, str]:
     extra = []
     if kept:
         extra.append(f"{len(kept)} matching Immutable note(s) kept (an operator's to change)")
+    newer_count, newer_seq = kept_newer
+    if newer_count:
+        extra.append(f"{newer_count} matching note(s) kept: a newer write of this run, seq "
+                     f"{newer_seq}, wrote or changed them; a request arriving late never "
+                     "undoes them")
     if unmatched:
         extra.append(f"{len(unmatched)} note id(s) not among this run's user's notes: "
                      f"{', '.join(unmatched)}")

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from db.enums import Disposition
-from db.queries.runs import WriteState
+from db.queries.runs import WriteState, written_after
 from worker.agents import config_from_row
 from worker.embeddings import EmbeddingError
 from worker.writes.admission import TraceEventName, resolve_policy
@@ -28,6 +28,7 @@ from worker.writes.operation import (
     WaitForSequence,
     WriteDeps,
     WriteResult,
+    arrived_late,
     utc_now,
 )
 from worker.writes.payloads import (
@@ -153,6 +154,7 @@ def _guarded_write(conn: Connection, deps: WriteDeps, run: RunContext,
         memory_policy=resolve_policy(deps.settings, agent.memory_policy),
         admitted_count=state.admitted_count,
         embed=lambda text: embed_text(deps, text),
+        newer_changes=(written_after(conn, run.run_id, seq) if arrived_late(state, seq) else {}),
     )
     outcome = run_guards(attempt)
     detail = {**outcome.detail, **attempt.hook_detail}

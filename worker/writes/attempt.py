@@ -80,6 +80,9 @@ class WriteAttempt:
     # note of the scope it likely corrects, restates or refines (recorded, with the
     # detector's relation; the Memory Manager resolves it).
     replaces_own: ReplacedOwn | None = None
+    # A late write (older than its run's applied sequence): the notes later writes of its run
+    # wrote, changed or restated, with the latest such seq; it must not override them.
+    newer_changes: dict[UUID, int] = field(default_factory=dict)
     corrects_note_id: UUID | None = None
     corrects_relation: str | None = None
     notices: list[str] = field(default_factory=list)

@@ -46,6 +46,9 @@ class WriteResult:
     forgotten: list[dict[str, Any]] | None = None
     # ... and the pending memory candidates it rejected (so none is promoted later).
     forgotten_candidates: list[dict[str, Any]] | None = None
+    # Older than what its run had already applied when it came (its gap was declared, or it
+    # was retried after an `error`).
+    out_of_order: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         answer: dict[str, Any] = {
@@ -64,6 +67,8 @@ class WriteResult:
             answer["forgotten"] = self.forgotten
         if self.forgotten_candidates is not None:
             answer["forgotten_candidates"] = self.forgotten_candidates
+        if self.out_of_order:
+            answer["out_of_order"] = True
         return answer
 
 
@@ -74,6 +79,11 @@ class WaitForSequence:
     run_id: str
     seq: int
     missing_from: int
+
+
+def arrived_late(state: WriteState, seq: int) -> bool:
+    """The operation is older than what its run already applied: a later one went first."""
+    return seq <= state.applied_seq
 
 
 @dataclass

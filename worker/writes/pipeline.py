@@ -102,6 +102,33 @@ def within_run_idempotency(attempt: WriteAttempt) -> Outcome | None:
     )
 
 
+STALE_REASON = (
+    "Not saved: a newer write of this run, seq {seq}, already changed this; an older write "
+    "arriving late never overrides it."
+)
+
+
+def refuse_stale_override(attempt: WriteAttempt) -> Outcome | None:
+    """A late write (older than what its run already applied: it came after its gap was
+    declared, or was retried after an `error`) never overrides what a later write of its run
+    wrote, changed or restated. Last write wins means last in the run's order, not last to
+    arrive: left to `recognize_correction`, "currency is EUR" (seq 2, late) would replace the
+    run's "currency is CHF" (seq 3), or be recorded as correcting it and have hardening
+    revoke it. The same detector decides, so exactly the notes the next guard would pick
+    are protected; a late write about anything else goes on as usual."""
+    if not attempt.newer_changes:
+        return None
+    assert attempt.neighbours is not None
+    for neighbour in (*attempt.neighbours.own, *attempt.neighbours.related):
+        newer_seq = attempt.newer_changes.get(neighbour.note_id)
+        if newer_seq is None:
+            continue
+        if supersedes(classify(neighbour.note, attempt.text, neighbour.similarity)):
+            return Outcome(Disposition.SKIPPED_STALE, STALE_REASON.format(seq=newer_seq),
+                           note_id=neighbour.note_id)
+    return None
+
+
 # What a cross-run write is recorded as, and what hardening will do about it.
 _RECORDED_AS = {
     "correction": " It looks like a correction of an existing note; the Memory Manager will "
@@ -218,6 +245,7 @@ PIPELINE: Sequence[Guard] = (
     hold_internal_memory,
     look_around_scope,
     within_run_idempotency,
+    refuse_stale_override,
     recognize_correction,
     per_run_cap,
     near_duplicate,

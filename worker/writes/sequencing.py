@@ -187,6 +187,7 @@ def _apply_sequenced(
         candidate_id=str(outcome.candidate_id) if outcome.candidate_id else None,
         forgotten=step.forgotten,
         forgotten_candidates=step.forgotten_candidates,
+        out_of_order=bool(detail.get("applied_out_of_order")),
     )
 
 
@@ -320,15 +321,18 @@ class Sequenced:
 def parse_sequenced(deps: WriteDeps, run_payload: Any, seq_payload: Any, prev_payload: Any,
                     malformed: str | None, started: float) -> Sequenced | WriteResult:
     """The run, seq and prev_seq of an operation; without a usable run or seq it cannot be
-    ordered and is answered at once. A bad prev_seq is refused in the run's order."""
+    ordered and is answered at once (with why the message was refused, when it was). A bad
+    prev_seq is refused in the run's order."""
     run = parse_run(run_payload)
     if not isinstance(run, Invalid) and non_finite_number(run_payload):
         run = Invalid(NON_FINITE.format(where="run"))
     if isinstance(run, Invalid):
-        return unsequenced_rejection(deps, run_payload, seq_payload, run.reason, started)
+        return unsequenced_rejection(deps, run_payload, seq_payload, malformed or run.reason,
+                                     started)
     seq = parse_seq(seq_payload)
     if isinstance(seq, Invalid):
-        return unsequenced_rejection(deps, run_payload, seq_payload, seq.reason, started)
+        return unsequenced_rejection(deps, run_payload, seq_payload, malformed or seq.reason,
+                                     started)
     parsed_prev = parse_prev_seq(prev_payload, seq)
     if isinstance(parsed_prev, Invalid):
         malformed = malformed or parsed_prev.reason
