@@ -210,3 +210,58 @@ def test_a_message_that_ends_every_worker_is_dead_lettered_by_rabbitmq(
             worker.stop()
         beat.stop()
         drop_queues()
+
+
+def _publish_raw(broker: Broker, body: str, headers: dict[str, object]) -> None:
+    """What a client in another language might publish: exactly this body and headers."""
+    from kombu import Connection, Exchange, Producer
+
+    exchange = Exchange("memory.writes", type="topic" if broker.kind == "rabbitmq" else "direct")
+    with Connection(broker.url) as connection:
+        Producer(connection.channel()).publish(
+            body.encode(), exchange=exchange, routing_key="memory.writes", headers=headers,
+            content_type="application/json", content_encoding="utf-8", serializer=None,
+            declare=[])
+
+
+def _kept_text(kept: str) -> str:
+    """A dead letter's text: the body, or (Redis keeps the whole envelope) the envelope's
+    body decoded."""
+    import base64
+    import json
+
+    try:
+        envelope = json.loads(kept)
+        return base64.b64decode(envelope["body"]).decode()
+    except (ValueError, KeyError, TypeError):
+        return kept
+
+
+def test_messages_no_worker_can_handle_land_in_dead_letters(services, broker, stack):
+    """Not a task message, and a task nobody has: each kept in `dead_letters` (never a note
+    text in the log), the unknown task answered, the worker alive and the next write
+    applied — on either broker."""
+    from uuid import uuid4
+
+    from celery.result import AsyncResult
+
+    from tests.helpers import rows
+    from worker.celery_app import app
+
+    worker = stack.worker()
+    _publish_raw(broker, '{"note": "User secret: 4 Rue de Lyon"}', {"x-client": "other"})
+    unknown = str(uuid4())
+    _publish_raw(broker, '[[], {}, {}]', {"id": unknown, "task": "memory.wrte", "lang": "js"})
+    letters = wait_until(lambda: (found := rows(
+        services.database_url, "SELECT task_id, task_name, reason, body FROM dead_letters "
+        "ORDER BY id")) and len(found) == 2 and found, timeout=60)
+    reasons = {letter["task_name"]: letter for letter in letters}
+    assert "4 Rue de Lyon" in _kept_text(reasons[None]["body"]), "the raw message is kept"
+    assert reasons["memory.wrte"]["task_id"] == unknown
+    with pytest.raises(Exception, match=r"memory\.wrte"):
+        AsyncResult(unknown, app=app).get(timeout=30)
+    sent = enqueue_from_client(stack.env, "after-junk", runs=1, facts=_facts(2))
+    wait_until(lambda: logged_writes(services.database_url, "after-junk") == 2, timeout=60)
+    assert applied_once_in_order(services.database_url, sent) == []
+    assert worker.process is not None and worker.process.poll() is None
+    assert "4 Rue de Lyon" not in worker.log_path.read_text(errors="replace")

@@ -195,8 +195,46 @@ def record_dead_letter(*, task_id: str | None, task_name: str | None, reason: st
 
 
 class MemoryConsumer(Consumer):
-    """Celery's consumer, keeping what it cannot decode instead of only logging it (Celery
-    logs the body, which holds memory text, and drops the message)."""
+    """Celery's consumer, keeping what it cannot handle instead of only logging it: Celery
+    logs the body (memory text) and drops the message — on Redis it is gone, on RabbitMQ a
+    rejection would dead-letter it without a word of why. Each one is kept in `dead_letters`
+    and acknowledged; a task id that can be answered is."""
+
+    def on_unknown_message(self, body: Any, message: Any) -> None:
+        log.error("a message without task headers moved aside (not Celery protocol 2)")
+        record_dead_letter(task_id=None, task_name=None,
+                           reason="not a task message: it has no `id` and `task` headers "
+                                  "(Celery protocol 2)", body=_raw_body(message))
+        message.ack()
+
+    def on_unknown_task(self, body: Any, message: Any, exc: Exception) -> None:
+        from celery.exceptions import NotRegistered
+
+        headers = getattr(message, "headers", None) or {}
+        task_id, name = headers.get("id"), headers.get("task")
+        log.error("message %s names a task this worker does not have (%s); moved aside",
+                  task_id, name)
+        record_dead_letter(task_id=task_id if isinstance(task_id, str) else None,
+                           task_name=name if isinstance(name, str) else None,
+                           reason=f"names a task this worker does not have ({name!r})",
+                           body=_raw_body(message))
+        if isinstance(task_id, str) and task_id:
+            try:  # the client's .get() raises NotRegistered instead of waiting forever
+                self.app.backend.mark_as_failure(task_id, NotRegistered(name))
+            except Exception:
+                log.warning("could not answer %s", task_id, exc_info=True)
+        message.ack()
+
+    def on_invalid_task(self, body: Any, message: Any, exc: Exception) -> None:
+        headers = getattr(message, "headers", None) or {}
+        task_id, name = headers.get("id"), headers.get("task")
+        log.error("invalid task message %s (%s) moved aside: %s", task_id, name,
+                  type(exc).__name__)
+        record_dead_letter(task_id=task_id if isinstance(task_id, str) else None,
+                           task_name=name if isinstance(name, str) else None,
+                           reason=f"the task message is invalid ({type(exc).__name__})",
+                           body=_raw_body(message))
+        message.ack()
 
     def on_decode_error(self, message: Any, exc: Exception) -> None:
         headers = getattr(message, "headers", None) or {}
