@@ -210,6 +210,34 @@ class WriteRecords:
         return count, (self.clock_s() - float(oldest[0][1])) if oldest else None
 
 
+    def erase(self, names_subject: Any, page: int = 500) -> int:
+        """Delete every record whose run names an erased subject (`names_subject(args,
+        run_id)`): a record holds its write's text until it is applied. Returns how many."""
+        deleted = 0
+        for key in self.client.scan_iter(match=RECORDS_KEY_PREFIX + "*", count=page):
+            run_id = key.decode("utf-8", "replace")[len(RECORDS_KEY_PREFIX):]
+            doomed: list[str] = []
+            entries: dict[bytes, bytes] = self.client.hgetall(key)  # type: ignore[assignment]
+            for field, raw in entries.items():
+                name = field.decode("utf-8", "replace")
+                if not name.isdigit():
+                    continue
+                try:
+                    args = json.loads(raw).get("args")
+                except (ValueError, AttributeError):
+                    args = None
+                if names_subject(args, run_id):
+                    doomed.append(name)
+            if not doomed:
+                continue
+            with self.client.pipeline(transaction=True) as pipe:
+                pipe.hdel(key, *doomed, *(f"{seq}{REDELIVERED_SUFFIX}" for seq in doomed))
+                pipe.zrem(DUE_KEY, *(due_member(run_id, int(seq)) for seq in doomed))
+                pipe.execute()
+            deleted += len(doomed)
+        return deleted
+
+
 _clients: dict[str, WriteRecords] = {}
 _clients_lock = threading.Lock()
 
