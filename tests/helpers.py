@@ -97,6 +97,15 @@ def stop_process_group(process: subprocess.Popen[Any], grace_s: float = 15.0) ->
         process.wait()
 
 
+def spawn_celery(args: list[str], env: dict[str, str], log_path: Path
+                 ) -> subprocess.Popen[bytes]:
+    """`celery -A worker.celery_app:app <args>` in its own process group, output to a log."""
+    with open(log_path, "ab") as log:
+        return subprocess.Popen([sys.executable, "-m", "celery", "-A", "worker.celery_app:app",
+                                 *args], cwd=PROJECT_ROOT, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
 class WorkerProcess:
     """A real `celery worker` in its own process group (prefork pool), for crash tests."""
 
@@ -110,15 +119,10 @@ class WorkerProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> WorkerProcess:
-        log = open(self.log_path, "ab")  # noqa: SIM115
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "worker.celery_app:app", "worker",
-             "-Q", self.queues, "-c", str(self.concurrency), "-n", f"{self.name}@%h",
-             "-l", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=PROJECT_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.close()
+        self.process = spawn_celery(
+            ["worker", "-Q", self.queues, "-c", str(self.concurrency), "-n",
+             f"{self.name}@%h", "-l", "INFO", "--without-gossip", "--without-mingle",
+             "--without-heartbeat"], self.env, self.log_path)
         return self
 
     def wait_ready(self, timeout: float = 90.0) -> None:
@@ -164,13 +168,8 @@ class BeatProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> BeatProcess:
-        log = open(self.log_path, "ab")  # noqa: SIM115
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "worker.celery_app:app", "beat",
-             "-s", str(self.schedule), "-l", "INFO"],
-            cwd=PROJECT_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True)
-        log.close()
+        self.process = spawn_celery(["beat", "-s", str(self.schedule), "-l", "INFO"], self.env,
+                                    self.log_path)
         return self
 
     def stop(self) -> None:
