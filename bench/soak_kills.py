@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/soak_kills.py                       # 100 kills per broker
     .venv/bin/python bench/soak_kills.py --kills 30 --brokers redis
+    .venv/bin/python bench/soak_kills.py --without-records    # the control: what is lost
 
 Each round an agent service (this process) enqueues a batch of chains, a prefork worker
 starts, works for a random 0.3-1.5 s and is SIGKILLed with its pool (no cleanup: what an OOM
@@ -97,9 +98,30 @@ def _check(database_url: str, sent: dict[str, list[int]]) -> dict[str, int]:
     return {"lost": lost, "applied_twice": twice, "runs_out_of_order": disordered}
 
 
-def soak(broker: str, kills: int, chains_per_round: int, data_dir: Path) -> dict[str, object]:
+def _enqueue_without_records(run: dict[str, str], writes: list[dict[str, str]]) -> list[int]:
+    """The control: numbers reserved, nothing recorded (what every client did before write
+    records, and what a client without them still does)."""
+    from celery import chain
+
+    from worker.app.tasks import memory_write
+    from worker.client import reserve_sequence_numbers
+
+    reserved = reserve_sequence_numbers(run["run_id"], len(writes))
+    prevs = [reserved.prev, *reserved.seqs[:-1]]
+    chain(*[memory_write.si(run, write, seq, prev) for write, seq, prev
+            in zip(writes, reserved.seqs, prevs, strict=True)]).apply_async()
+    return reserved.seqs
+
+
+def soak(broker: str, kills: int, chains_per_round: int, data_dir: Path,
+         records: bool = True) -> dict[str, object]:
     """One broker, in this process (its Celery app is configured for that broker)."""
     from worker.client import enqueue_memory_writes
+
+    def enqueue(run: dict[str, str], writes: list[dict[str, str]]) -> list[int]:
+        if records:
+            return enqueue_memory_writes(run, writes).seqs
+        return _enqueue_without_records(run, writes)
 
     database_url = os.environ["DATABASE_URL"]
     env = {**os.environ, "MEMORY_REDELIVERY_AFTER_S": "3", "MEMORY_FLUSH_PERIOD_S": "1",
@@ -117,8 +139,8 @@ def soak(broker: str, kills: int, chains_per_round: int, data_dir: Path) -> dict
             for c in range(chains_per_round):
                 run = {"run_id": f"soak-{broker}-{round_no}-{c}", "agent_id": "soak",
                        "user_id": f"soak-user-{round_no}-{c}"}
-                sent[run["run_id"]] = enqueue_memory_writes(
-                    run, [{"note": text, "type": "Context"} for text in texts]).seqs
+                sent[run["run_id"]] = enqueue(
+                    run, [{"note": text, "type": "Context"} for text in texts])
             log = data_dir / f"worker-{broker}-{round_no}.log"
             worker_logs.append(log)
             worker = _start(["worker", "-Q", "memory.writes", "-c", "2", "-n",
@@ -132,7 +154,7 @@ def soak(broker: str, kills: int, chains_per_round: int, data_dir: Path) -> dict
         worker_logs.append(log)
         worker = _start(["worker", "-Q", "memory.writes", "-c", "2", "-n", "soakfinal@%h",
                          "-l", "INFO"], env, log)
-        deadline = time.monotonic() + 600
+        deadline = time.monotonic() + (600 if records else 120)
         while _logged(database_url, f"soak-{broker}") < len(sent) * CHAIN \
                 and time.monotonic() < deadline:
             time.sleep(1)
@@ -141,7 +163,8 @@ def soak(broker: str, kills: int, chains_per_round: int, data_dir: Path) -> dict
         _stop(beat)
     redelivered = sum(int(found) for log in worker_logs for found in re.findall(
         r"(\d+) recorded write\(s\) not applied", log.read_text(errors="replace")))
-    return {"broker": broker, "kills": kills, "chains": len(sent), "writes": len(sent) * CHAIN,
+    return {"broker": broker + ("" if records else " (no records)"), "kills": kills,
+            "chains": len(sent), "writes": len(sent) * CHAIN,
             "queued_at_last_kill": queued_at_last_kill, "redelivered": redelivered,
             "seconds": round(time.monotonic() - started), **_check(database_url, sent)}
 
@@ -159,11 +182,13 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=100)
     parser.add_argument("--chains-per-round", type=int, default=10)
     parser.add_argument("--brokers", default="redis,rabbitmq")
+    parser.add_argument("--without-records", action="store_true",
+                        help="the control: clients that record nothing (what is lost then)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child run: one broker
     args = parser.parse_args()
     if args.one:
         print(json.dumps(soak(args.one, args.kills, args.chains_per_round,
-                              Path(os.environ["SOAK_DIR"]))))
+                              Path(os.environ["SOAK_DIR"]), not args.without_records)))
         return
 
     from tests.openai_stub import OpenAIStub
@@ -187,7 +212,8 @@ def main() -> None:
             try:
                 done = subprocess.run(
                     [sys.executable, __file__, "--one", broker, "--kills", str(args.kills),
-                     "--chains-per-round", str(args.chains_per_round)], env=env,
+                     "--chains-per-round", str(args.chains_per_round),
+                     *(["--without-records"] if args.without_records else [])], env=env,
                     capture_output=True, text=True, check=True)
                 results.append(json.loads(done.stdout.strip().splitlines()[-1]))
             finally:
@@ -200,10 +226,11 @@ def main() -> None:
     table += ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in results]
     text = "\n".join(table)
     print(text)
-    out = ROOT / "bench" / "results" / "soak_kills.md"
+    control = " --without-records" if args.without_records else ""
+    out = ROOT / "bench" / "results" / f"soak_kills{control.replace(' --', '_')}.md"
     out.write_text(f"# Whole-worker SIGKILL soak ({time.strftime('%Y-%m-%d')})\n\n"
                    f"Command: `.venv/bin/python bench/soak_kills.py --kills {args.kills} "
-                   f"--chains-per-round {args.chains_per_round}`\n\n{text}\n")
+                   f"--chains-per-round {args.chains_per_round}{control}`\n\n{text}\n")
     import shutil
 
     shutil.rmtree(data_dir, ignore_errors=True)
