@@ -110,13 +110,18 @@ class WorkerProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> WorkerProcess:
+        from worker.local.embedded import die_with_parent
+
         log = open(self.log_path, "ab")  # noqa: SIM115
+        # Dies with the test session: a pytest killed before its finalizers ran (a CI
+        # timeout, SIGKILL) otherwise leaves this worker dialling its Redis port for good,
+        # and it takes the tasks of whichever later session's Redis gets that port.
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "worker.celery_app:app", "worker",
              "-Q", self.queues, "-c", str(self.concurrency), "-n", f"{self.name}@%h",
              "-l", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
             cwd=PROJECT_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=die_with_parent,
         )
         log.close()
         return self
