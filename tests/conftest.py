@@ -74,7 +74,10 @@ def services() -> Iterator[Services]:
     redis_dir = None
     if not redis_url:
         redis_dir = Path(tempfile.mkdtemp(prefix="memory-test-redis-"))
-        redis = EmbeddedRedis(redis_dir, preferred_port=6420)
+        # A port the system picks, not "6420 and up": a client left behind by an earlier
+        # session (a worker whose pytest was killed) keeps dialling its old port, and the next
+        # session starting from the same number would take that port and that client with it.
+        redis = EmbeddedRedis(redis_dir, preferred_port=0)
         redis_url = redis.start()
         started.append(redis)
     _recreate_database(admin_url, TEST_DATABASE)

@@ -99,11 +99,18 @@ def stop_process_group(process: subprocess.Popen[Any], grace_s: float = 15.0) ->
 
 def spawn_celery(args: list[str], env: dict[str, str], log_path: Path
                  ) -> subprocess.Popen[bytes]:
-    """`celery -A worker.celery_app:app <args>` in its own process group, output to a log."""
+    """`celery -A worker.celery_app:app <args>` in its own process group, output to a log.
+
+    It dies with the test session: a pytest killed before its finalizers ran (a CI timeout,
+    SIGKILL) otherwise leaves the process dialling its Redis port for good, and it takes the
+    tasks of whichever later session's Redis gets that port."""
+    from worker.local.embedded import die_with_parent
+
     with open(log_path, "ab") as log:
         return subprocess.Popen([sys.executable, "-m", "celery", "-A", "worker.celery_app:app",
                                  *args], cwd=PROJECT_ROOT, env=env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=die_with_parent)
 
 
 class WorkerProcess:

@@ -214,7 +214,9 @@ def forget_subject(kind: str, subject_id: str, *, requested_by: str,
     """Erase everything held about a subject (`memory.forget`, on the manager queue): a user
     (optionally narrowed to `agent_id` and/or `company_id`), a company, an agent or a
     conversation. Returns the report (counts per table, the audit record's id), or the
-    AsyncResult with `wait=False`. `dry_run`: count only, change nothing."""
+    AsyncResult with `wait=False`. `dry_run`: count only, change nothing. A malformed
+    subject, `requested_by` or `dry_run` is answered `ok: false` with an `error`, and
+    nothing is written (the worker checks: one rule for every language)."""
     from worker.app import task_names
     from worker.celery_app import app
 
@@ -237,7 +239,8 @@ def export_subject(kind: str, subject_id: str, *, requested_by: str,
     user (optionally narrowed to `agent_id` and/or `company_id`), a company, an agent or a
     conversation — as a JSON Lines file under `export_dir` on the manager worker's host.
     Returns `path`, `counts` per table and `audit_id` (never the text), or the AsyncResult
-    with `wait=False`; `ok: false` with an `error` for a bad subject."""
+    with `wait=False`; `ok: false` with an `error` for a malformed subject or
+    `requested_by`, and nothing written."""
     from worker.app import task_names
     from worker.celery_app import app
 

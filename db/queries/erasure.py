@@ -242,32 +242,58 @@ def delete_notes(conn: Connection, ids: list[Any]) -> DeletedNotes:
 # --- provenance in kept rows that names the subject's runs or conversations ----------------
 
 @cache
+def _conversation_ids_sql(key: PredKey) -> TextClause:
+    # A conversation is the subject's when its row is, and also when only a run, note,
+    # example or candidate of the subject names it: a run may name a conversation that was
+    # never recorded (or was already deleted), and its notes carry that id all the same.
+    return text(f"""
+SELECT id FROM conversations WHERE {_conversations(key)}
+UNION SELECT conversation_id FROM runs WHERE {_runs(key)} AND conversation_id IS NOT NULL
+UNION SELECT source_conversation_id FROM notes
+      WHERE {_notes(key)} AND source_conversation_id IS NOT NULL
+UNION SELECT source_conversation_id FROM examples
+      WHERE {_examples(key)} AND source_conversation_id IS NOT NULL
+UNION SELECT conversation_id FROM memory_candidates
+      WHERE {_candidates(key)} AND conversation_id IS NOT NULL
+""")  # noqa: S608 - constants
+
+
+def subject_conversation_ids(conn: Connection, key: PredKey, params: dict[str, Any]) -> set[str]:
+    """Every conversation id the subject's rows hold, recorded or not."""
+    return set(conn.execute(_conversation_ids_sql(key), params).scalars())
+
+
+@cache
 def _provenance_sql(key: PredKey) -> tuple[TextClause, ...]:
-    runs, convs = _subject_runs(key), _subject_conversations(key)
+    runs = _subject_runs(key)
 
     def batch(table: str, set_: str, where: str) -> TextClause:
         id_col = "run_id" if table == "runs" else "id"
         return text(f"UPDATE {table} SET {set_} WHERE {id_col} = ANY(ARRAY("  # noqa: S608
                     f"SELECT {id_col} FROM {table} WHERE {where} LIMIT :limit FOR UPDATE))")
 
+    convs = "= ANY(CAST(:conversation_ids AS text[]))"
     return (
         batch("notes", "source_conversation_id = NULL, source_conversation_detail_id = NULL",
-              f"source_conversation_id IN {convs}"),
+              f"source_conversation_id {convs}"),
         batch("notes", "source_agent_run_id = NULL, source_conversation_detail_id = NULL",
               f"source_agent_run_id IN {runs}"),
-        batch("examples", "source_conversation_id = NULL", f"source_conversation_id IN {convs}"),
+        batch("examples", "source_conversation_id = NULL", f"source_conversation_id {convs}"),
         batch("conversation_messages", "agent_run_id = NULL", f"agent_run_id IN {runs}"),
         batch("conversations", "agent_run_id = NULL", f"agent_run_id IN {runs}"),
         batch("runs", "conversation_id = NULL, conversation_detail_id = NULL",
-              f"conversation_id IN {convs} AND run_id NOT IN {runs}"),
+              f"conversation_id {convs} AND run_id NOT IN {runs}"),
         batch("memory_candidates", "conversation_id = NULL, conversation_detail_id = NULL",
-              f"conversation_id IN {convs}"),
+              f"conversation_id {convs}"),
     )
 
 
-def clear_provenance_batch(conn: Connection, key: PredKey, params: dict[str, Any]) -> int:
-    """One batch of each kept-row provenance clearing; the number of rows changed."""
-    return sum(conn.execute(s, params).rowcount or 0 for s in _provenance_sql(key))
+def clear_provenance_batch(conn: Connection, key: PredKey, params: dict[str, Any],
+                           conversation_ids: list[str]) -> int:
+    """One batch of each kept-row provenance clearing (the subject's runs, and the
+    conversations `conversation_ids`); the number of rows changed."""
+    bound = {**params, "conversation_ids": conversation_ids}
+    return sum(conn.execute(s, bound).rowcount or 0 for s in _provenance_sql(key))
 
 
 # --- conversations and runs -------------------------------------------------------------------

@@ -86,6 +86,40 @@ def test_user_erasure_leaves_nothing_of_the_user_and_keeps_everyone_else(
     assert audit[0]["subject_hash"] == report.subject_hash and audit[0]["counts"]["notes"] == 1
 
 
+def test_kept_notes_lose_provenance_naming_the_users_unrecorded_conversations(
+        runtime, write, seed, services):
+    """A conversation the user's run named but nobody recorded has no row to be found by;
+    the kept notes must not name it, nor one only the user's own notes name."""
+    from sqlalchemy import text
+
+    run = run_context(f"run-{VICTIM}", user=VICTIM, company="acme",
+                      conversation_id="conv-unrecorded-4471")
+    assert write(run, SHARED_TEXT, scope_hint="agent")["disposition"] == "written"
+    assert write(run, VICTIM_TEXT)["disposition"] == "written"
+    extracted = seed("Company fiscal year starts in April.", user=None, company="acme",
+                     run_id=None)
+    own = seed("User's iguana eats kale.", user=VICTIM, company="acme", run_id=None)
+    from_own = seed("Invoices go out on the first.", user=None, company="acme", run_id=None)
+    with runtime.db.transaction() as conn:
+        for note_id, conversation in ((extracted, "conv-unrecorded-4471"),
+                                      (own, "conv-only-in-notes-4471"),
+                                      (from_own, "conv-only-in-notes-4471")):
+            conn.execute(text("UPDATE notes SET source_conversation_id = :c, "
+                              "source_conversation_detail_id = 'detail-4471' WHERE id = :id"),
+                         {"c": conversation, "id": note_id})
+
+    _forget(runtime, "user", VICTIM)
+
+    kept = rows(services.database_url, "SELECT note, source_conversation_id, "
+                "source_conversation_detail_id, source_agent_run_id FROM notes ORDER BY note")
+    assert [r["note"] for r in kept] == ["Company fiscal year starts in April.",
+                                         "Invoices go out on the first.", SHARED_TEXT]
+    assert all(r["source_conversation_id"] is None and r["source_agent_run_id"] is None
+               and r["source_conversation_detail_id"] is None for r in kept), kept
+    assert database_hits(services.database_url, [VICTIM, "conv-unrecorded",
+                                                 "conv-only-in-notes", "detail-4471"]) == []
+
+
 def test_dry_run_counts_and_changes_nothing(runtime, write, seed, services):
     _populate(runtime, write, seed)
     snapshot = {t: rows(services.database_url, f"SELECT count(*) AS n FROM {t}")[0]["n"]

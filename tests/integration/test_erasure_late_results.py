@@ -96,3 +96,27 @@ def test_other_subjects_and_tasks_begun_after_the_erasure_keep_their_results(
            "final_scope": {**other["final_scope"], "user_id": VICTIM}}
     after = _finish(task_names.WRITE, (new_run,), new)
     assert _stored(after), "a new run begun after the erasure keeps its result"
+
+
+def test_a_conversation_record_result_stored_after_the_sweep_is_deleted(runtime, services):
+    from worker.celery_app import app
+
+    payload = {"conversation": {"id": "late-conv-204", "agent_id": "A", "user_id": VICTIM,
+                                "company_id": "C", "agent_run_id": "late-run-9"},
+               "messages": [{"id": "late-msg-1", "role": "user", "text": "I have a cat."}]}
+    # The real task body recorded the victim's conversation before the erasure; its result
+    # names only the conversation ...
+    result = app.tasks[task_names.CONVERSATION_RECORD](payload)
+    assert result["ok"] and set(result) == {"ok", "conversation_id", "messages"}, result
+    # ... and Celery stores it only after the erasure swept the backend.
+    task_id = _finish(task_names.CONVERSATION_RECORD, (payload,), result,
+                      erase_between=lambda: _erase(runtime, VICTIM))
+    assert not _stored(task_id)
+    assert redis_hits(services.redis_url, [VICTIM, "late-conv-204"]) == []
+
+    # Queued before the erasure, recorded after it: refused, and the refusal stays.
+    refused = app.tasks[task_names.CONVERSATION_RECORD](payload)
+    assert refused["disposition"] == "rejected-erased", refused
+    kept = _finish(task_names.CONVERSATION_RECORD, (payload,), refused,
+                   erase_between=lambda: _erase(runtime, VICTIM))
+    assert _stored(kept)

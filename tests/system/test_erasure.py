@@ -1,11 +1,16 @@
 """Erasing a user while a real worker process applies that user's queued writes and another
 user's: afterwards nothing anywhere names the erased user, the other lost nothing, and the
-erased user's late writes were refused with `rejected-erased`."""
+erased user's late writes were refused with `rejected-erased`.
+
+Which of the concurrent writes land before the erasure depends on timing (on a loaded machine
+the erasure can come after all of them); the held-back run does not: its numbers are reserved
+before the erasure and its writes delivered after it, as a backlog reaches the worker."""
 
 from __future__ import annotations
 
 from tests.erasure_helpers import database_hits, redis_hits
 from tests.helpers import DISTINCT_FACTS, rows, wait_until
+from worker.client import Reservation
 
 VICTIM = "victim-5830"
 OTHER = "other-1164"
@@ -18,8 +23,28 @@ def _run(user: str, number: int) -> dict[str, str]:
             "company_id": "acme", "conversation_id": f"conv-{user}-{number}"}
 
 
+def _deliver_reserved(run: dict[str, str], writes: list[dict[str, str]],
+                      reserved: Reservation) -> list[str]:
+    """Publish a chain of writes whose numbers were reserved earlier; their task ids."""
+    from celery import chain
+
+    from worker.app.tasks import memory_write
+
+    prevs = [reserved.prev, *reserved.seqs[:-1]]
+    signatures = [memory_write.si(run, write, seq, prev)
+                  for write, seq, prev in zip(writes, reserved.seqs, prevs, strict=True)]
+    for signature in signatures:
+        signature.freeze()
+    chain(*signatures).apply_async()
+    return [str(signature.id) for signature in signatures]
+
+
 def test_erasing_a_user_while_their_writes_are_applied(services, system_worker, runtime):
-    from worker.client import enqueue_memory_writes
+    import redis
+    from celery.result import AsyncResult
+
+    from worker.celery_app import app
+    from worker.client import enqueue_memory_writes, reserve_sequence_numbers
     from worker.erasure import Subject, forget
 
     enqueued = []
@@ -30,6 +55,10 @@ def test_erasing_a_user_while_their_writes_are_applied(services, system_worker, 
             [{"note": f"{MARKER} says: {fact}", "type": "Preference"} for fact in facts])))
         enqueued.append(("other", enqueue_memory_writes(
             _run(OTHER, number), [{"note": fact, "type": "Preference"} for fact in facts])))
+    held = _run(VICTIM, RUNS)
+    held_writes = [{"note": f"{MARKER} adds: {fact}", "type": "Preference"}
+                   for fact in DISTINCT_FACTS[:PER_RUN]]
+    held_reserved = reserve_sequence_numbers(held["run_id"], PER_RUN)
 
     # Erase once the worker is applying the victim's writes, with most still queued.
     wait_until(lambda: rows(services.database_url, "SELECT 1 FROM notes WHERE user_id = %s",
@@ -39,26 +68,22 @@ def test_erasing_a_user_while_their_writes_are_applied(services, system_worker, 
                     embedding_model=runtime.settings.embedding_model)
     assert report.counts["notes"] >= 1
 
-    results: dict[str, list] = {"victim": [], "other": []}
+    held_tasks = _deliver_reserved(held, held_writes, held_reserved)
+    held_results = [AsyncResult(t, app=app).get(timeout=120) for t in held_tasks]
+    assert [r["disposition"] for r in held_results] == ["rejected-erased"] * PER_RUN
+
+    results: dict[str, list] = {"victim": held_results, "other": []}
     for who, batch in enqueued:
         if who == "other":
             results[who] += batch.results(timeout=120)
     # The results of victim writes applied before the erasure were erased with them (they
     # name the run and scope): wait for the queue to drain, then read what is left.
-    import redis
-    from celery.result import AsyncResult
-
-    from worker.celery_app import app
-
     client = redis.Redis.from_url(services.redis_url)
     wait_until(lambda: client.llen("memory.writes") == 0 and not client.hlen("unacked"),
                timeout=120, interval=0.2)
     for who, batch in enqueued:
         if who == "victim":
             for task_id in batch.task_ids:
-                wait_until(lambda t=task_id: AsyncResult(t, app=app).ready() or not rows(
-                    services.database_url, "SELECT 1 FROM runs WHERE user_id = %s", VICTIM),
-                    timeout=30)
                 result = AsyncResult(task_id, app=app)
                 if result.ready():
                     results[who].append(result.get(timeout=5))

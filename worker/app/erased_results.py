@@ -10,8 +10,9 @@ clock when it finished, kept a day; worker/erasure/redis_keys.py) before it sets
 Each task here notes the Redis clock when it starts; after its result is stored (Celery
 sends `task_postrun` after storing), it reads the marks of every subject its identity belongs
 to. A mark that is running, or finished after the task began, means the erasure may have
-swept before this result landed: a result that names that subject (an id field, or the
-task's run) is deleted. Either the mark is there when the task looks, or the erasure set it
+swept before this result landed: a result that names that subject (an id field, or a run or
+conversation the task's arguments tie to it — a conversation record's result names only its
+conversation) is deleted. Either the mark is there when the task looks, or the erasure set it
 after the result was stored and its sweep, which comes later, finds the result. A refusal
 (`rejected-erased`) names nothing and stays, and a task begun after the erasure finished
 keeps its result.
@@ -28,7 +29,12 @@ from typing import Any
 from celery import signals
 
 from worker.app import task_names
-from worker.erasure.redis_keys import ERASING_KEY_PREFIX, ERASING_RUNNING, names_subject
+from worker.erasure.redis_keys import (
+    ERASING_KEY_PREFIX,
+    ERASING_RUNNING,
+    SubjectLinks,
+    names_subject,
+)
 from worker.erasure.subject import Subject, fence_subjects
 
 log = logging.getLogger(__name__)
@@ -56,11 +62,23 @@ def _text_id(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _identities(args: Any, result: Any) -> tuple[set[tuple[str | None, ...]], set[str]]:
+def _children(item: dict[str, Any]) -> list[Any]:
+    """The values of an object to look into. A conversation record's `conversation` object
+    names its conversation `id`: seen as `conversation_id`, so its identity includes it."""
+    children = []
+    for key, value in item.items():
+        if key == "conversation" and isinstance(value, dict):
+            value = {"conversation_id": value.get("id"), **value}
+        children.append(value)
+    return children
+
+
+def _identities(args: Any, result: Any) -> tuple[set[tuple[str | None, ...]], SubjectLinks]:
     """(agent, user, company, conversation) tuples the task's first argument and its result
-    carry, and the run ids they name."""
+    carry, and the runs and conversations they name."""
     found: set[tuple[str | None, ...]] = set()
     runs: set[str] = set()
+    conversations: set[str] = set()
     stack: list[Any] = [result]
     if isinstance(args, list | tuple) and args:
         stack.append(args[0])
@@ -71,13 +89,15 @@ def _identities(args: Any, result: Any) -> tuple[set[tuple[str | None, ...]], se
             continue
         if not isinstance(item, dict):
             continue
-        stack.extend(item.values())
+        stack.extend(_children(item))
         identity = tuple(_text_id(item.get(name)) for name in _ID_FIELDS)
         if any(identity):
             found.add(identity)
-        if run := _text_id(item.get("run_id")):
-            runs.add(run)
-    return found, runs
+        runs.update(r for r in (_text_id(item.get("run_id")),
+                                _text_id(item.get("agent_run_id"))) if r)
+        if conversation := _text_id(item.get("conversation_id")):
+            conversations.add(conversation)
+    return found, SubjectLinks(frozenset(runs), frozenset(conversations))
 
 
 def _subjects(identities: set[tuple[str | None, ...]]) -> dict[str, Subject]:
@@ -91,7 +111,7 @@ def _subjects(identities: set[tuple[str | None, ...]]) -> dict[str, Subject]:
 def erased_while_running(client: Any, started_us: int | None, args: Any,
                          result: Any) -> Subject | None:
     """The subject an erasure overlapping this task removed and the result names, if any."""
-    identities, runs = _identities(args, result)
+    identities, links = _identities(args, result)
     subjects = _subjects(identities)
     if not subjects:
         return None
@@ -107,7 +127,7 @@ def erased_while_running(client: Any, started_us: int | None, args: Any,
             continue  # the task began after that erasure was over: a new run's result
         if decoded is None:  # as stored: JSON, so tuples are lists and ids are text
             decoded = json.loads(json.dumps(result, default=str))
-        if names_subject(decoded, subjects[subject_hash], frozenset(runs)):
+        if names_subject(decoded, subjects[subject_hash], links):
             return subjects[subject_hash]
     return None
 

@@ -259,19 +259,18 @@ def memory_manager_cycle(force: Any = False, maintenance: Any = False, *extra: A
 
 def _subject_argument(subject: Any, requested_by: Any, *, requester_needed: bool = True) -> Any:
     """The `subject` object of memory.forget / memory.export as a Subject, or the error
-    answer; and who asked, unless not needed (a dry run)."""
-    from worker.erasure import SubjectError, parse_subject
+    answer; and who asked, unless not needed (a dry run). Checked in full before anything
+    is written: a refused request leaves no audit record, fence or file."""
+    from worker.erasure import SubjectError, subject_from_request
     from worker.erasure.audit import REQUESTED_BY_ERROR, valid_requester
 
-    if not isinstance(subject, dict):
-        return {"ok": False, "error": "subject must be an object with kind and subject_id"}
-    if requester_needed and not valid_requester(requested_by):
-        return {"ok": False, "error": REQUESTED_BY_ERROR}
     try:
-        return parse_subject(subject.get("kind"), subject.get("subject_id"),
-                             subject.get("within_agent"), subject.get("within_company"))
+        parsed = subject_from_request(subject)
     except SubjectError as exc:
         return {"ok": False, "error": str(exc)}
+    if requester_needed and not valid_requester(requested_by):
+        return {"ok": False, "error": REQUESTED_BY_ERROR}
+    return parsed
 
 
 # Acknowledged late: an erasure whose worker died is delivered again, and running it again
@@ -290,13 +289,16 @@ def memory_forget(subject: Any = None, requested_by: Any = None, dry_run: Any = 
                                  unexpected)
     if surplus:
         return surplus
-    parsed = _subject_argument(subject, requested_by, requester_needed=dry_run is not True)
+    # Anything but true or false is refused: a dry run asked as "true" must not erase.
+    if not isinstance(dry_run, bool):
+        return {"ok": False, "error": "dry_run must be true or false"}
+    parsed = _subject_argument(subject, requested_by, requester_needed=not dry_run)
     if isinstance(parsed, dict):
         return parsed
     runtime = get_runtime()
     settings = runtime.settings
     report = forget(runtime.db, parsed, requested_by=str(requested_by or "dry-run"),
-                    dry_run=dry_run is True, redis_url=settings.require_redis_url(),
+                    dry_run=dry_run, redis_url=settings.require_redis_url(),
                     embedding_model=settings.embedding_model)
     return report.as_dict()
 

@@ -34,6 +34,7 @@ def forget(
     queued before the erasure are refused when they arrive."""
     from worker.erasure import SubjectError, parse_subject
     from worker.erasure import forget as run_forget
+    from worker.erasure.audit import REQUESTED_BY_ERROR, valid_requester
     from worker.runtime import get_runtime
 
     try:
@@ -41,13 +42,17 @@ def forget(
     except SubjectError as exc:
         print(f"memory-worker: {exc}")
         raise typer.Exit(2) from None
+    requester = requested_by or getpass.getuser()
+    if not dry_run and not valid_requester(requester):
+        print(f"memory-worker: --by: {REQUESTED_BY_ERROR}")
+        raise typer.Exit(2)
     if not dry_run and not yes:
         print(f"refusing to erase {subject.describe()} without --yes "
               "(see what would go with --dry-run)")
         raise typer.Exit(2)
     runtime = get_runtime()
     settings = runtime.settings
-    report = run_forget(runtime.db, subject, requested_by=requested_by or getpass.getuser(),
+    report = run_forget(runtime.db, subject, requested_by=requester,
                         dry_run=dry_run, redis_url=settings.require_redis_url(),
                         embedding_model=settings.embedding_model)
     if as_json:

@@ -4,31 +4,20 @@
 agent, a conversation; the keyed hash kept instead of ids) · `fence` (the rule the write path
 and conversation records check) · `erase` (bounded batches over every table, the audit
 record, dry runs) · `redis_keys` (counters, task results, shared vectors) · `export`
-(everything held about a subject as JSON Lines, streamed, with its own audit record).
+(everything held about a subject as JSON Lines, streamed, with its own audit record) ·
+`request` (a subject from untrusted input: a task's `subject` object, the CLI's arguments).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from db.connector import Database
 from worker.erasure.erase import ErasureReport, erase_subject, plan_erasure
 from worker.erasure.redis_keys import RedisEraser
+from worker.erasure.request import parse_subject, subject_from_request
 from worker.erasure.subject import Subject, SubjectError
 
-__all__ = ["ErasureReport", "Subject", "SubjectError", "forget", "parse_subject"]
-
-
-def parse_subject(kind: Any, subject_id: Any, agent_id: Any = None,
-                  company_id: Any = None) -> Subject:
-    """A subject from untrusted input (a task's arguments); integers mean their decimal
-    string, as everywhere in the wire contract."""
-    def as_id(value: Any) -> Any:
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-    if not isinstance(kind, str):
-        raise SubjectError("kind must be a string")
-    return Subject(kind, as_id(subject_id), as_id(agent_id), as_id(company_id))
+__all__ = ["ErasureReport", "Subject", "SubjectError", "forget", "parse_subject",
+           "subject_from_request"]
 
 
 def forget(db: Database, subject: Subject, *, requested_by: str, dry_run: bool,

@@ -43,17 +43,21 @@ from db.queries.erasure import (
     delete_orphan_principals,
     delete_runs,
     select_batch,
+    subject_conversation_ids,
     subject_run_ids,
 )
 from db.queries.fences import set_fence
 from worker.erasure.audit import audited
 from worker.erasure.fence import SEQ_FLOOR_MARGIN_US
-from worker.erasure.redis_keys import RedisEraser
+from worker.erasure.redis_keys import RedisEraser, SubjectLinks
 from worker.erasure.subject import Subject
 
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 500  # rows per transaction: milliseconds of row locks, not minutes
+# Conversation ids bound to one provenance statement: a company's thousands stay in
+# statements of bounded size.
+CONVERSATION_CHUNK = 1000
 MAX_PASSES = 5
 _RETRIES = 5  # a batch that deadlocks with a write is simply tried again
 
@@ -114,16 +118,25 @@ def plan_erasure(db: Database, subject: Subject, redis: RedisEraser | None) -> E
             if len(page) < 5000:
                 break
             offset += len(page)
+        conversation_ids = subject_conversation_ids(conn, key, params)
     if redis is not None:
-        report.counts.update(redis.plan(subject, run_ids))
+        report.counts.update(redis.plan(subject, SubjectLinks(frozenset(run_ids),
+                                                              frozenset(conversation_ids))))
     return report
 
 
 class _Pass:
-    """One pass over every table; collects what Redis and the principals need."""
+    """One pass over every table; collects what Redis and the principals need.
 
-    def __init__(self, db: Database, subject: Subject, counts: Counter[str]) -> None:
+    `conversation_ids` is shared by the passes and grows with each: the subject's
+    conversations found before anything is deleted. A later pass cannot find them again
+    through rows an earlier one deleted, yet must still clear a kept row naming one (a
+    Memory Manager cycle may have written it in between)."""
+
+    def __init__(self, db: Database, subject: Subject, counts: Counter[str],
+                 conversation_ids: set[str]) -> None:
         self.db, self.subject, self.counts = db, subject, counts
+        self.conversation_ids = conversation_ids
         self.key, self.params = predicate_key(subject), _params(subject)
         self.task_ids: set[str] = set()
         self.run_ids: set[str] = set()
@@ -161,7 +174,24 @@ class _Pass:
         if company is not None:
             self.principals["company"].add(str(company).lower())
 
+    def _collect_conversations(self) -> None:
+        with self.db.transaction() as conn:
+            self.conversation_ids |= subject_conversation_ids(conn, self.key, self.params)
+
+    def _clear_provenance(self) -> None:
+        known = sorted(self.conversation_ids)
+        # At least one round: the run-based clearings need none of the ids.
+        for start in range(0, max(len(known), 1), CONVERSATION_CHUNK):
+            chunk = known[start:start + CONVERSATION_CHUNK]
+
+            def step(conn: Any, chunk: list[str] = chunk) -> int:
+                changed = clear_provenance_batch(conn, self.key, self.params, chunk)
+                self.counts["provenance_cleared"] += changed
+                return changed
+            self._batches(step)
+
     def run(self) -> None:
+        self._collect_conversations()  # before any row that names one is deleted
         self._plain("trace_events")
         self._plain("write_log")
 
@@ -189,12 +219,7 @@ class _Pass:
             return len(ids)
         self._batches(notes)
         self._plain("examples")
-
-        def provenance(conn: Any) -> int:
-            changed = clear_provenance_batch(conn, self.key, self.params)
-            self.counts["provenance_cleared"] += changed
-            return changed
-        self._batches(provenance)
+        self._clear_provenance()
         self._plain("conversation_messages")
 
         def conversations(conn: Any) -> int:
@@ -246,9 +271,10 @@ def erase_subject(db: Database, subject: Subject, *, requested_by: str,
                 set_fence(conn, subject.hash, seq_floor)
             task_ids: set[str] = set()
             run_ids: set[str] = set()
+            conversation_ids: set[str] = set()
             texts: list[str] = []
             for number in range(1, MAX_PASSES + 1):
-                one = _Pass(db, subject, counts)
+                one = _Pass(db, subject, counts, conversation_ids)
                 one.run()
                 task_ids |= one.task_ids
                 run_ids |= one.run_ids
@@ -257,7 +283,8 @@ def erase_subject(db: Database, subject: Subject, *, requested_by: str,
                 if one.changed == 0:
                     break
             if redis is not None:
-                counts.update(redis.erase(subject, sorted(run_ids), sorted(task_ids), texts))
+                links = SubjectLinks(frozenset(run_ids), frozenset(conversation_ids))
+                counts.update(redis.erase(subject, links, sorted(task_ids), texts))
         finally:
             if redis is not None:
                 redis.mark_erased(subject.hash)

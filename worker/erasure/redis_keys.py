@@ -3,12 +3,14 @@
 * `memory:run-seq:<run>`: the sequence counters of the subject's runs (the run id is in the
   key itself).
 * `celery-task-meta-<task id>`: task results. A write's result names its run and scope; a
-  context's result is memory text. Write results are found by the task ids in the erased
-  write log; every other result (contexts, conversation records, candidates: their task ids
-  are recorded nowhere) by reading each result key once (SCAN, in pages) and deleting those
-  whose JSON names the subject in an id field (`user_id`, `company_id`, `agent_id`,
-  `conversation_id`) or one of its runs. Matching the fields, not the text: a result that
-  merely mentions the id inside a note is another subject's.
+  context's result is memory text; a conversation record's names only its conversation.
+  Write results are found by the task ids in the erased write log; every other result
+  (contexts, conversation records, candidates: their task ids are recorded nowhere) by
+  reading each result key once (SCAN, in pages) and deleting those whose JSON names the
+  subject in an id field (`user_id`, `company_id`, `agent_id`, `conversation_id`), or names
+  one of its runs (`run_id`, `agent_run_id`) or conversations (`conversation_id`: every one
+  the subject's rows held, recorded or not — see `SubjectLinks`). Matching the fields, not
+  the text: a result that merely mentions the id inside a note is another subject's.
 * `memory:vec:<digest>`: vectors of the erased notes' texts shared between processes (they
   expire within minutes anyway).
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -50,8 +53,23 @@ def _as_id(value: Any) -> str | None:
     return str(value) if isinstance(value, str | int) else None
 
 
-def names_subject(value: Any, subject: Subject, run_ids: frozenset[str]) -> bool:
-    """Whether a decoded result holds the subject's identity in an id field, anywhere."""
+@dataclass(frozen=True)
+class SubjectLinks:
+    """What of the subject a result can name instead of the subject itself: its runs and
+    its conversations (a conversation record's result names only its conversation)."""
+
+    runs: frozenset[str] = frozenset()
+    conversations: frozenset[str] = frozenset()
+
+    def named_by(self, item: dict[str, Any]) -> bool:
+        return (_as_id(item.get("run_id")) in self.runs
+                or _as_id(item.get("agent_run_id")) in self.runs
+                or _as_id(item.get("conversation_id")) in self.conversations)
+
+
+def names_subject(value: Any, subject: Subject, links: SubjectLinks) -> bool:
+    """Whether a decoded result holds the subject's identity, or one of its runs or
+    conversations, in an id field, anywhere."""
     stack = [value]
     while stack:
         item = stack.pop()
@@ -61,7 +79,7 @@ def names_subject(value: Any, subject: Subject, run_ids: frozenset[str]) -> bool
         if not isinstance(item, dict):
             continue
         stack.extend(item.values())
-        if _as_id(item.get("run_id")) in run_ids:
+        if links.named_by(item):
             return True
         field = {"user": "user_id", "company": "company_id", "agent": "agent_id",
                  "conversation": "conversation_id"}[subject.kind]
@@ -114,7 +132,7 @@ class RedisEraser:
         self.client.set(ERASING_KEY_PREFIX + subject_hash, str(self.clock_us()),
                         ex=ERASING_MARK_TTL_S)
 
-    def _result_keys(self, subject: Subject, run_ids: frozenset[str]) -> list[bytes]:
+    def _result_keys(self, subject: Subject, links: SubjectLinks) -> list[bytes]:
         found: list[bytes] = []
         for keys in self._pages(RESULT_KEY_PREFIX + "*"):
             for key, raw in zip(keys, self.client.mget(keys), strict=True):
@@ -124,7 +142,7 @@ class RedisEraser:
                     decoded = json.loads(raw)
                 except ValueError:
                     continue
-                if names_subject(decoded, subject, run_ids):
+                if names_subject(decoded, subject, links):
                     found.append(key)
         return found
 
@@ -144,19 +162,19 @@ class RedisEraser:
             total += int(self.client.exists(*keys[start:start + _SCAN_PAGE]) or 0)
         return total
 
-    def plan(self, subject: Subject, run_ids: list[str]) -> dict[str, int]:
-        runs = frozenset(run_ids)
-        return {"redis_seq_counters": self._existing([SEQ_KEY_PREFIX + r for r in run_ids]),
-                "redis_task_results": len(self._result_keys(subject, runs))}
+    def plan(self, subject: Subject, links: SubjectLinks) -> dict[str, int]:
+        counters = [SEQ_KEY_PREFIX + r for r in sorted(links.runs)]
+        return {"redis_seq_counters": self._existing(counters),
+                "redis_task_results": len(self._result_keys(subject, links))}
 
-    def erase(self, subject: Subject, run_ids: list[str], task_ids: list[str],
+    def erase(self, subject: Subject, links: SubjectLinks, task_ids: list[str],
               note_texts: list[str]) -> dict[str, int]:
         counts: Counter[str] = Counter()
-        keys = [SEQ_KEY_PREFIX + r for r in run_ids]
+        keys = [SEQ_KEY_PREFIX + r for r in sorted(links.runs)]
         counts["redis_seq_counters"] += self._delete(keys)
         results = [RESULT_KEY_PREFIX + t for t in task_ids]
         counts["redis_task_results"] += self._delete(results)
-        scanned = self._result_keys(subject, frozenset(run_ids))
+        scanned = self._result_keys(subject, links)
         counts["redis_task_results"] += self._delete(scanned)
         if self.embedding_model:
             vectors = [VEC_KEY_PREFIX + hashlib.sha256(

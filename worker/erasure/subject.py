@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 SUBJECT_KINDS = ("user", "company", "agent", "conversation")
+KIND_ERROR = f"subject kind must be one of {', '.join(SUBJECT_KINDS)}"
 
 HASH_KEY_ENV = "MEMORY_ERASURE_HASH_KEY"
 # Used when the variable is unset (development, tests): hashes are then only as strong as
@@ -38,8 +39,17 @@ def subject_hash(kind: str, subject_id: str, agent_id: str | None = None,
     return hmac.new(_hash_key(), raw.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
+MAX_ID_LENGTH = 200
+
+
 class SubjectError(ValueError):
     """A subject that names nothing, or names it in a way we cannot erase."""
+
+
+def valid_id(value: object) -> bool:
+    """Text that can name a subject: not blank, at most MAX_ID_LENGTH characters, no NUL."""
+    return (isinstance(value, str) and bool(value.strip()) and len(value) <= MAX_ID_LENGTH
+            and "\x00" not in value)
 
 
 @dataclass(frozen=True)
@@ -53,15 +63,13 @@ class Subject:
 
     def __post_init__(self) -> None:
         if self.kind not in SUBJECT_KINDS:
-            raise SubjectError(f"subject kind must be one of {', '.join(SUBJECT_KINDS)}")
+            raise SubjectError(KIND_ERROR)
+        # The id is required: a subject of no id would fence, and audit, the hash of null.
         for name, value in (("id", self.id), ("agent_id", self.agent_id),
                             ("company_id", self.company_id)):
-            if value is None:
-                continue
-            if not isinstance(value, str) or not value.strip() or len(value) > 200 \
-                    or "\x00" in value:
-                raise SubjectError(f"subject {name} must be a non-empty id of at most 200 "
-                                   "characters")
+            if (value is not None or name == "id") and not valid_id(value):
+                raise SubjectError(f"subject {name} must be a non-empty id of at most "
+                                   f"{MAX_ID_LENGTH} characters")
         if self.kind != "user" and (self.agent_id or self.company_id):
             raise SubjectError("only a user erasure can be narrowed to an agent or company")
 

@@ -43,7 +43,8 @@ DEFAULT_DATABASE = "memory"
 
 
 def _free_port(preferred: int) -> int:
-    for port in [preferred, *range(preferred + 1, preferred + 50)]:
+    """`preferred`, or the first free port of the 49 above it; 0: a port the system picks."""
+    for port in [preferred, *range(preferred + 1, preferred + 50)] if preferred else []:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
@@ -158,6 +159,9 @@ class EmbeddedPostgres:
         PostgresServer._instances.pop(self.pgdata.resolve(), None)
 
 
+_START_ATTEMPTS = 5  # ports tried before giving up
+
+
 @dataclass
 class EmbeddedRedis:
     data_dir: Path
@@ -192,7 +196,18 @@ class EmbeddedRedis:
     def start(self) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._stop_stale()
-        self.port = _free_port(self.preferred_port)
+        # A port found free can be taken before our server binds it (another stack or test
+        # session starting at the same moment): ours then exits, or the other answers in its
+        # place. Only our own server counts; otherwise the next free port is tried.
+        for _ in range(_START_ATTEMPTS):
+            self.port = _free_port(self.preferred_port)
+            self._launch()
+            if self._wait_ready():
+                return self.url
+            self._discard()
+        raise RuntimeError(f"redis-server did not start; see {self.data_dir}/redis.log")
+
+    def _launch(self) -> None:
         args = [
             redis_server_binary(),
             "--bind", "127.0.0.1",
@@ -207,25 +222,33 @@ class EmbeddedRedis:
         ]
         self._process = subprocess.Popen(args, stdin=subprocess.DEVNULL,
                                          preexec_fn=die_with_parent)
-        self._wait_ready()
-        return self.url
 
-    def _wait_ready(self, timeout: float = 15.0) -> None:
+    def _wait_ready(self, timeout: float = 15.0) -> bool:
+        """Whether our own server answers on the port; False when it exited (the port was
+        taken) or another server answers there."""
         import redis
 
+        assert self._process is not None
         deadline = time.monotonic() + timeout
         client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5)
-        while True:
-            if self._process is not None and self._process.poll() is not None:
-                raise RuntimeError(f"redis-server exited early; see {self.data_dir}/redis.log")
-            try:
-                if client.ping():
-                    return
-            except redis.RedisError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("redis-server did not become ready")
-            time.sleep(0.05)
+        try:
+            while self._process.poll() is None:
+                try:
+                    return int(client.info("server")["process_id"]) == self._process.pid
+                except redis.RedisError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError("redis-server did not become ready")
+                time.sleep(0.05)
+            return False
+        finally:
+            client.close()
+
+    def _discard(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
 
     def stop(self) -> None:
         process, self._process = self._process, None
