@@ -95,3 +95,35 @@ def test_a_result_naming_a_conversation_only_the_users_run_names_goes(runtime, s
     assert erase(dry_run=False).counts["redis_task_results"] == 1
     assert not _stored("result-naming-3391") and _stored("result-of-another-3391")
     assert redis_hits(services.redis_url, NEEDLES) == []
+
+
+def test_an_erasure_deletes_the_write_records_of_the_subjects_writes(runtime, services):
+    """Writes accepted and not yet applied (no worker here) hold their text in their
+    records: an erasure of their user deletes those — found by the run they carry, even
+    for a run Postgres has never seen — and keeps another user's."""
+    import redis
+
+    from worker.client import RecordedTask, record_writes
+    from worker.delivery.records import DUE_KEY, records_key
+    from worker.erasure import Subject, forget
+
+    def record(run_id: str, user: str, note: str) -> None:
+        record_writes(run_id, [RecordedTask("memory.write", f"task-{run_id}", [
+            run_context(run_id, user=user), {"note": note, "type": "Preference"}])])
+
+    record("run-unseen-3391", VICTIM, "User's home address is 4 Rue de Lyon.")
+    record("run-other-3391", "user-other", "User keeps a parrot.")
+
+    def erase(dry_run: bool):
+        return forget(runtime.db, Subject("user", VICTIM), requested_by="dpo",
+                      dry_run=dry_run, redis_url=services.redis_url)
+
+    assert erase(dry_run=True).counts["redis_write_records"] == 1
+    client = redis.Redis.from_url(services.redis_url)
+    assert client.exists(records_key("run-unseen-3391")) == 1, "a dry run deletes nothing"
+    assert erase(dry_run=False).counts["redis_write_records"] == 1
+    assert client.exists(records_key("run-unseen-3391")) == 0
+    assert client.exists(records_key("run-other-3391")) == 1
+    assert [m.decode().split("|", 1)[1] for m in client.zrange(DUE_KEY, 0, -1)] == [
+        "run-other-3391"]
+    assert redis_hits(services.redis_url, ["4 Rue de Lyon", VICTIM]) == []

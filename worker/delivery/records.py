@@ -210,9 +210,10 @@ class WriteRecords:
         return count, (self.clock_s() - float(oldest[0][1])) if oldest else None
 
 
-    def erase(self, names_subject: Any, page: int = 500) -> int:
+    def erase(self, names_subject: Any, *, page: int = 500, dry_run: bool = False) -> int:
         """Delete every record whose run names an erased subject (`names_subject(args,
-        run_id)`): a record holds its write's text until it is applied. Returns how many."""
+        run_id)`): a record holds its write's text until it is applied. Returns how many
+        (`dry_run`: only counts them)."""
         deleted = 0
         for key in self.client.scan_iter(match=RECORDS_KEY_PREFIX + "*", count=page):
             run_id = key.decode("utf-8", "replace")[len(RECORDS_KEY_PREFIX):]
@@ -228,7 +229,8 @@ class WriteRecords:
                     args = None
                 if names_subject(args, run_id):
                     doomed.append(name)
-            if not doomed:
+            if not doomed or dry_run:
+                deleted += len(doomed)
                 continue
             with self.client.pipeline(transaction=True) as pipe:
                 pipe.hdel(key, *doomed, *(f"{seq}{REDELIVERED_SUFFIX}" for seq in doomed))

@@ -18,6 +18,10 @@
   that read or wrote the subject's rows before the deletion may store its result after the
   sweep; it then finds this mark and deletes that result itself.
 
+* `memory:write-records:<run>`: the write records (worker/delivery/records.py) of writes
+  accepted and not yet applied — their payloads, note text included — whose run names the
+  subject or is one of its runs.
+
 Messages still queued are not touched: they are refused by the fence when delivered, and
 their refusals name nothing.
 """
@@ -32,6 +36,7 @@ from typing import Any
 
 import redis
 
+from worker.delivery.records import WriteRecords
 from worker.erasure.subject import Subject
 
 SEQ_KEY_PREFIX = "memory:run-seq:"  # as worker/client.py
@@ -165,7 +170,19 @@ class RedisEraser:
     def plan(self, subject: Subject, links: SubjectLinks) -> dict[str, int]:
         counters = [SEQ_KEY_PREFIX + r for r in sorted(links.runs)]
         return {"redis_seq_counters": self._existing(counters),
-                "redis_task_results": len(self._result_keys(subject, links))}
+                "redis_task_results": len(self._result_keys(subject, links)),
+                "redis_write_records": self._records().erase(
+                    self._names_record(subject, links), dry_run=True)}
+
+    def _records(self) -> WriteRecords:
+        return WriteRecords(self.client)
+
+    @staticmethod
+    def _names_record(subject: Subject, links: SubjectLinks) -> Any:
+        def names(args: Any, run_id: str) -> bool:
+            return run_id in links.runs or names_subject(args, subject, links)
+
+        return names
 
     def erase(self, subject: Subject, links: SubjectLinks, task_ids: list[str],
               note_texts: list[str]) -> dict[str, int]:
@@ -176,6 +193,8 @@ class RedisEraser:
         counts["redis_task_results"] += self._delete(results)
         scanned = self._result_keys(subject, links)
         counts["redis_task_results"] += self._delete(scanned)
+        counts["redis_write_records"] += self._records().erase(
+            self._names_record(subject, links))
         if self.embedding_model:
             vectors = [VEC_KEY_PREFIX + hashlib.sha256(
                 f"{self.embedding_model}\x1f{t}".encode()).hexdigest()[:40] for t in note_texts]
