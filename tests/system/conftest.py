@@ -242,6 +242,57 @@ def enqueue_from_client(env: dict[str, str], prefix: str, runs: int,
     return {run: list(seqs) for run, seqs in json.loads(done.stdout).items()}
 
 
+TURN_CLIENT = """
+import json, sys
+from worker.client import enqueue_memory_writes
+prefix, facts = sys.argv[1], json.loads(sys.argv[2])
+sent = {}
+for line in sys.stdin:
+    command, _, count = line.strip().partition(" ")
+    if command == "done":
+        break
+    for _ in range(int(count)):
+        r = len(sent)
+        run = {"run_id": f"{prefix}-{r}", "agent_id": "A", "user_id": f"{prefix}-user-{r}"}
+        writes = [{"note": fact, "type": "Context"} for fact in facts]
+        sent[run["run_id"]] = enqueue_memory_writes(run, writes).seqs
+    print("ok", flush=True)
+print(json.dumps(sent), flush=True)
+"""
+
+
+class AgentService:
+    """An agent service in a process of its own that enqueues chains when told to (its
+    Celery app configured for the broker in `env`): `enqueue(n)` sends n chains of `facts`,
+    `finish()` returns every run's sequence numbers."""
+
+    def __init__(self, env: dict[str, str], prefix: str, facts: list[str]) -> None:
+        import json
+        import os
+        import subprocess
+        import sys
+
+        from tests.helpers import PROJECT_ROOT
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", TURN_CLIENT, prefix, json.dumps(facts)], cwd=PROJECT_ROOT,
+            env={**os.environ, **env}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True)
+
+    def enqueue(self, chains: int) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"enqueue {chains}\n")
+        self.process.stdin.flush()
+        assert self.process.stdout.readline().strip() == "ok"
+
+    def finish(self) -> dict[str, list[int]]:
+        import json
+
+        out, _ = self.process.communicate("done\n", timeout=60)
+        return {run: list(seqs) for run, seqs in json.loads(out.strip().splitlines()[-1])
+                .items()}
+
+
 def applied_once_in_order(database_url: str, sent: dict[str, list[int]]) -> list[str]:
     """What is wrong, from Postgres: a (run, seq) not applied, applied more than once, out of
     its run's order, or answered `error`. Empty when every write had exactly one effect."""

@@ -20,6 +20,7 @@ import pytest
 from tests.helpers import DISTINCT_FACTS, BeatProcess, WorkerProcess, wait_until
 from tests.openai_stub import OpenAIStub
 from tests.system.conftest import (
+    AgentService,
     Broker,
     applied_once_in_order,
     enqueue_from_client,
@@ -88,25 +89,32 @@ def test_a_chain_head_deleted_from_the_broker_is_applied_within_the_bound(
     print(f"\n{broker.kind}: 10 lost chain heads, {expected} writes applied in {elapsed:.1f} s")
 
 
-KILLS, RUNS, CHAIN = 30, 100, 5
+KILLS, CHAINS_PER_ROUND, CHAIN = 30, 5, 5
 
 
 def test_whole_worker_kills_lose_no_write_and_apply_none_twice(services, broker, stack):
-    sent = enqueue_from_client(stack.env, "killed", runs=RUNS, facts=_facts(CHAIN))
+    """Each round an agent service enqueues chains, a worker starts, and as soon as it has
+    applied a few of them it is SIGKILLed with its pool — so every kill lands mid-chain,
+    with the rest of the round's chains queued."""
+    service = AgentService(stack.env, "killed", _facts(CHAIN))
     stack.beat()
     rng = random.Random(7)
     for _ in range(KILLS):
+        service.enqueue(CHAINS_PER_ROUND)
+        floor = logged_writes(services.database_url, "killed") + rng.randint(1, 8)
         worker = stack.worker()
-        time.sleep(rng.uniform(0.2, 1.2))  # mid-chain: messages taken, some in flight
+        wait_until(lambda f=floor: logged_writes(services.database_url, "killed") >= f,
+                   timeout=60, interval=0.01)
         worker.kill()  # SIGKILL of the main process and its pool, no cleanup
-    assert logged_writes(services.database_url, "killed") < RUNS * CHAIN, \
-        "the kills landed while writes were still queued"
+    sent = service.finish()
+    total = KILLS * CHAINS_PER_ROUND * CHAIN
+    assert logged_writes(services.database_url, "killed") < total, "chains were queued"
     stack.worker()
-    wait_until(lambda: logged_writes(services.database_url, "killed") == RUNS * CHAIN,
-               timeout=180, interval=0.5)
+    wait_until(lambda: logged_writes(services.database_url, "killed") == total, timeout=240,
+               interval=0.5)
     assert applied_once_in_order(services.database_url, sent) == []
-    print(f"\n{broker.kind}: {RUNS * CHAIN} writes in {RUNS} chains, {KILLS} whole-worker "
-          "kills: 0 lost, 0 applied twice, all in order")
+    print(f"\n{broker.kind}: {total} writes in {len(sent)} chains, {KILLS} whole-worker "
+          "kills mid-chain: 0 lost, 0 applied twice, all in order")
 
 
 def test_pool_process_kills_lose_no_write(services, broker, stack):

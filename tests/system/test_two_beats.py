@@ -15,7 +15,8 @@ def test_simultaneous_ticks_run_one_cycle_at_a_time(services, system_worker):
         run = {"run_id": f"beats-{r}", "agent_id": "A", "user_id": f"u-{r}"}
         pending += [send("memory.write", run, {"note": fact, "type": "Context"}, i)
                     for i, fact in enumerate(DISTINCT_FACTS[r * 5:r * 5 + 5], start=1)]
-    assert all(p.get(timeout=60)["disposition"] == "written" for p in pending)
+    results = [p.get(timeout=60) for p in pending]
+    assert [r["disposition"] for r in results] == ["written"] * 40, results
 
     ticks = [send("memory.manager.cycle", True, True) for _ in range(4)]
     reports = [t.get(timeout=300) for t in ticks]
