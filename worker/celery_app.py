@@ -128,7 +128,7 @@ warnings.filterwarnings("ignore", message=r"\s*In Celery 5\.1 we introduced an o
                         category=CPendingDeprecationWarning)
 
 app = Celery("memory", task_cls=MemoryTask, amqp="worker.app.masking:MaskingAMQP",
-             include=["worker.app.tasks"])
+             include=["worker.app.tasks", "worker.app.operator_tasks"])
 # A promise, evaluated when the configuration is first read (whatever reads it first: a
 # client's send_task, a worker's start-up), so the environment can be prepared after import.
 # Updating `app.conf` from an on_configure hook instead re-enters the pending load.

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import uuid
 
-import worker.app.tasks  # noqa: F401 - registers the tasks, as a worker's start does
+import worker.app.operator_tasks
+import worker.app.tasks  # noqa: F401
 from tests.erasure_helpers import redis_hits
 from tests.helpers import run_context
 from worker.app import task_names

@@ -1,4 +1,7 @@
-"""Celery tasks: message in, plain-module call, JSON out. No domain logic here."""
+"""Celery tasks: message in, plain-module call, JSON out. No domain logic here.
+
+The tasks of an agent's run and of the Memory Manager; an operator's (forgetting a subject,
+exporting it, reviewing memory candidates) are in worker/app/operator_tasks.py."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from db.enums import Disposition
 from db.scope import ScopeError
 from worker.agents import AgentConfigError, configure_agent
 from worker.app import task_names
+from worker.app.arguments import surplus_arguments
 from worker.app.continuations import flush_continuations, publish_continuation, take_over_chain
 from worker.app.poison import take_refusal
 from worker.celery_app import MemoryTask, app
@@ -32,20 +36,6 @@ from worker.writes.apply import (
 from worker.writes.payloads import Invalid, parse_id_value, parse_request_scope
 
 log = logging.getLogger(__name__)
-
-
-def _surplus_arguments(task: str, signature: str, extra: tuple[Any, ...],
-                       unexpected: dict[str, Any]) -> dict[str, Any] | None:
-    """A sender passing more than a task takes gets `ok: false`, never a TypeError; so does
-    a message the worker moved aside (worker/app/poison.py)."""
-    from celery import current_task
-
-    refused = take_refusal(unexpected, task_id=current_task.request.id, task_name=task)
-    if refused:
-        return {"ok": False, "error": f"refused: {refused}"}
-    if not extra and not unexpected:
-        return None
-    return {"ok": False, "error": f"{task} takes {signature}"}
 
 
 def _chained_writes(chain: Any, limit: int) -> list[Any]:
@@ -163,7 +153,7 @@ def memory_forget_fact(self: MemoryTask, run: Any = None, request: Any = None, s
 def memory_continuations_flush(*extra: Any, **unexpected: Any) -> dict[str, Any]:
     """Publish again the chain continuations a broker outage left in Postgres, and the
     recorded writes the broker lost (beat, every flush period)."""
-    surplus = _surplus_arguments(task_names.CONTINUATIONS_FLUSH, "no arguments", extra,
+    surplus = surplus_arguments(task_names.CONTINUATIONS_FLUSH, "no arguments", extra,
                                  unexpected)
     if surplus:
         return surplus
@@ -186,7 +176,7 @@ def memory_continuations_flush(*extra: Any, **unexpected: Any) -> dict[str, Any]
 def memory_agent_configure(agent_id: Any = None, config: Any = None, *extra: Any,
                            **unexpected: Any) -> dict[str, Any]:
     """Set (part of) an agent's memory configuration; returns the full configuration."""
-    surplus = _surplus_arguments(task_names.AGENT_CONFIGURE, "(agent_id, config)", extra,
+    surplus = surplus_arguments(task_names.AGENT_CONFIGURE, "(agent_id, config)", extra,
                                  unexpected)
     if surplus:
         return surplus
@@ -205,7 +195,7 @@ def memory_agent_configure(agent_id: Any = None, config: Any = None, *extra: Any
 @app.task(name=task_names.CONTEXT, resultrepr_maxsize=1)
 def memory_context(request: Any = None, *extra: Any, **unexpected: Any) -> dict[str, Any]:
     """Build the memory context for a run: `{"ok": true, "rendered": ..., "notes": [...]}`."""
-    surplus = _surplus_arguments(task_names.CONTEXT, "exactly (request)", extra, unexpected)
+    surplus = surplus_arguments(task_names.CONTEXT, "exactly (request)", extra, unexpected)
     if surplus:
         return surplus
     parsed = parse_request_scope(request)
@@ -230,7 +220,7 @@ def memory_context(request: Any = None, *extra: Any, **unexpected: Any) -> dict[
 def memory_conversation_record(payload: Any = None, *extra: Any,
                                **unexpected: Any) -> dict[str, Any]:
     """Store a conversation's messages and ratings; a disposition per message."""
-    surplus = _surplus_arguments(task_names.CONVERSATION_RECORD, "exactly (payload)", extra,
+    surplus = surplus_arguments(task_names.CONVERSATION_RECORD, "exactly (payload)", extra,
                                  unexpected)
     if surplus:
         return surplus
@@ -245,7 +235,7 @@ def memory_manager_cycle(force: Any = False, maintenance: Any = False, *extra: A
                          **unexpected: Any) -> dict[str, Any]:
     """One Memory Manager cycle. `force`: an operator asked for it (recorded);
     `maintenance`: run the maintenance phases whatever their trigger says."""
-    surplus = _surplus_arguments(task_names.MANAGER_CYCLE, "(force, maintenance)", extra,
+    surplus = surplus_arguments(task_names.MANAGER_CYCLE, "(force, maintenance)", extra,
                                  unexpected)
     if surplus:
         return surplus
@@ -255,144 +245,3 @@ def memory_manager_cycle(force: Any = False, maintenance: Any = False, *extra: A
         force=force is True, force_maintenance=maintenance is True,
         task_id=memory_manager_cycle.request.id)
     return report.as_dict()
-
-
-def _subject_argument(subject: Any, requested_by: Any, *, requester_needed: bool = True) -> Any:
-    """The `subject` object of memory.forget / memory.export as a Subject, or the error
-    answer; and who asked, unless not needed (a dry run). Checked in full before anything
-    is written: a refused request leaves no audit record, fence or file."""
-    from worker.erasure import SubjectError, subject_from_request
-    from worker.erasure.audit import REQUESTED_BY_ERROR, valid_requester
-
-    try:
-        parsed = subject_from_request(subject)
-    except SubjectError as exc:
-        return {"ok": False, "error": str(exc)}
-    if requester_needed and not valid_requester(requested_by):
-        return {"ok": False, "error": REQUESTED_BY_ERROR}
-    return parsed
-
-
-# Acknowledged late: an erasure whose worker died is delivered again, and running it again
-# is harmless (the fence only moves forward; what is gone is not found twice).
-@app.task(name=task_names.FORGET, acks_late=True)
-def memory_forget(subject: Any = None, requested_by: Any = None, dry_run: Any = False,
-                  *extra: Any, **unexpected: Any) -> dict[str, Any]:
-    """Erase a subject (`{"kind": "user"|"company"|"agent"|"conversation", "subject_id": …,
-    "within_agent"?, "within_company"?}`, the last two narrowing a user): counts per table
-    and the audit record's id. `dry_run`: only count. The keys are not the usual `user_id`
-    / `agent_id` on purpose: the masking allow-list shows those in Flower and logs, and an
-    erasure request must not put the ids it erases there."""
-    from worker.erasure import forget
-
-    surplus = _surplus_arguments(task_names.FORGET, "(subject, requested_by, dry_run)", extra,
-                                 unexpected)
-    if surplus:
-        return surplus
-    # Anything but true or false is refused: a dry run asked as "true" must not erase.
-    if not isinstance(dry_run, bool):
-        return {"ok": False, "error": "dry_run must be true or false"}
-    parsed = _subject_argument(subject, requested_by, requester_needed=not dry_run)
-    if isinstance(parsed, dict):
-        return parsed
-    runtime = get_runtime()
-    settings = runtime.settings
-    report = forget(runtime.db, parsed, requested_by=str(requested_by or "dry-run"),
-                    dry_run=dry_run, redis_url=settings.require_redis_url(),
-                    embedding_model=settings.embedding_model)
-    return report.as_dict()
-
-
-# Acknowledged late: an export whose worker died is delivered again and simply runs again
-# (a new file and audit record). Retention closes the interrupted record a day later and
-# deletes its `.partial` file with the export-file window.
-@app.task(name=task_names.EXPORT, acks_late=True)
-def memory_export(subject: Any = None, requested_by: Any = None, *extra: Any,
-                  **unexpected: Any) -> dict[str, Any]:
-    """Export everything held about a subject (the `subject` object of `memory.forget`) as
-    a JSON Lines file under `export_dir` on the worker's host: the file's path, counts per
-    table and the audit record's id; never the text."""
-    from worker.erasure.export import export_into
-
-    surplus = _surplus_arguments(task_names.EXPORT, "(subject, requested_by)", extra,
-                                 unexpected)
-    if surplus:
-        return surplus
-    parsed = _subject_argument(subject, requested_by)
-    if isinstance(parsed, dict):
-        return parsed
-    runtime = get_runtime()
-    path, report = export_into(runtime.db, parsed, runtime.settings.export_directory(),
-                               requested_by=str(requested_by))
-    return {**report.as_dict(), "path": str(path)}
-
-
-# --- memory candidates (SPEC 5; worker/writes/candidates.py) ---------------------------------
-# On the write queue: a promotion is a write of the candidate's run and takes its lock.
-
-def _candidate_task(action: Any) -> dict[str, Any]:
-    from worker.writes.candidates import CandidateError
-
-    try:
-        return dict(action().as_dict())
-    except CandidateError as exc:
-        return {"ok": False, "error": str(exc)}
-
-
-@app.task(name=task_names.CANDIDATE_PROMOTE, acks_late=True)
-def memory_candidate_promote(candidate_id: Any = None, rewrite: Any = None,
-                             actor: Any = None, *extra: Any, **unexpected: Any
-                             ) -> dict[str, Any]:
-    """Promote a held candidate into a (provisional) note, optionally rewritten first."""
-    from worker.writes.candidates import promote_candidate
-
-    surplus = _surplus_arguments(task_names.CANDIDATE_PROMOTE, "(candidate_id, rewrite, actor)",
-                                 extra, unexpected)
-    if surplus:
-        return surplus
-
-    deps = get_runtime().write_deps()
-    return _candidate_task(lambda: promote_candidate(deps, candidate_id, rewrite=rewrite,
-                                                     actor=actor))
-
-
-@app.task(name=task_names.CANDIDATE_REJECT, acks_late=True)
-def memory_candidate_reject(candidate_id: Any = None, reason: Any = None,
-                            actor: Any = None, *extra: Any, **unexpected: Any
-                            ) -> dict[str, Any]:
-    """Reject a held candidate; it is never injected."""
-    from worker.writes.candidates import reject_candidate
-
-    surplus = _surplus_arguments(task_names.CANDIDATE_REJECT, "(candidate_id, reason, actor)",
-                                 extra, unexpected)
-    if surplus:
-        return surplus
-
-    deps = get_runtime().write_deps()
-    return _candidate_task(lambda: reject_candidate(deps, candidate_id, reason=reason,
-                                                    actor=actor))
-
-
-# The result carries candidate text: keep it out of worker logs and task events (Flower).
-@app.task(name=task_names.CANDIDATE_LIST, resultrepr_maxsize=1)
-def memory_candidate_list(agent_id: Any = None, run_id: Any = None, status: Any = "candidate",
-                          limit: Any = 100, *extra: Any, **unexpected: Any) -> dict[str, Any]:
-    """Candidates of an agent and/or run, oldest first, with their text."""
-    from worker.writes.candidates import list_candidates
-
-    surplus = _surplus_arguments(task_names.CANDIDATE_LIST, "(agent_id, run_id, status, limit)",
-                                 extra, unexpected)
-    if surplus:
-        return surplus
-    agent = parse_id_value(agent_id, "agent_id", required=False)
-    run = parse_id_value(run_id, "run_id", required=False)
-    if isinstance(agent, Invalid) or isinstance(run, Invalid):
-        return {"ok": False, "error": next(p.reason for p in (agent, run)
-                                           if isinstance(p, Invalid))}
-    if status is not None and not isinstance(status, str):
-        return {"ok": False, "error": "status must be a string"}
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        return {"ok": False, "error": "limit must be an integer"}
-    found = list_candidates(get_runtime().write_deps(), agent_id=agent, run_id=run,
-                            status=status, limit=limit)
-    return {"ok": True, "candidates": found}

@@ -71,9 +71,9 @@ def _decide(task_name: str, decide: Callable[..., Any], candidate_id: str, *, ac
             via_worker: bool, **options: Any) -> dict[str, Any]:
     """One decision on a candidate: here, or by a worker running the same function."""
     if via_worker:
-        from worker.app import tasks
+        from worker.app import operator_tasks
 
-        task = getattr(tasks, task_name)
+        task = getattr(operator_tasks, task_name)
         result: dict[str, Any] = task.apply_async(kwargs={
             "candidate_id": candidate_id, "actor": actor, **options}).get(timeout=60)
         return result
