@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import DISTINCT_FACTS, PROJECT_ROOT, BeatProcess, rows, wait_until
-from tests.system.conftest import send
+from tests.system.conftest import applied_once_in_order, send
 
 pytestmark = pytest.mark.skipif(bool(os.environ.get("TEST_DATABASE_ADMIN_URL")),
                                 reason="restarts the embedded test server only")
@@ -67,9 +67,9 @@ def test_a_restart_during_writes_loses_nothing(services, system_worker, tmp_path
 def _writes_survive_a_restart(services) -> None:
     from worker.client import enqueue_memory_writes
 
-    for r in range(RUNS):
-        enqueue_memory_writes({"run_id": f"pg-{r}", "agent_id": "A", "user_id": f"p-{r}"},
-                              [{"note": fact, "type": "Context"} for fact in FACTS])
+    sent = {f"pg-{r}": enqueue_memory_writes(
+        {"run_id": f"pg-{r}", "agent_id": "A", "user_id": f"p-{r}"},
+        [{"note": fact, "type": "Context"} for fact in FACTS]).seqs for r in range(RUNS)}
     wait_until(lambda: _logged(services, "pg-%") >= 30, timeout=120, interval=0.01)
     # Down for longer than a write's soft time limit (5 s here): the writes in flight end
     # as `error` without a record of it, and come back through their write records.
@@ -81,6 +81,7 @@ def _writes_survive_a_restart(services) -> None:
     per_run = rows(services.database_url, "SELECT source_agent_run_id, count(*) AS n "
                    "FROM notes GROUP BY source_agent_run_id")
     assert {p["n"] for p in per_run} == {5} and len(per_run) == RUNS  # the per-run cap
+    assert applied_once_in_order(services.database_url, sent) == []
 
 
 def test_a_restart_during_a_cycle_leaves_the_next_cycle_whole(services, system_worker):
