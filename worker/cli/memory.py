@@ -7,6 +7,7 @@ window into the memory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import uuid
@@ -175,6 +176,8 @@ def write(
 ) -> None:
     """Enqueue one write as an agent service would (needs a running worker) and print its
     disposition."""
+    from celery.exceptions import TimeoutError as CeleryTimeout
+
     from worker.client import enqueue_memory_writes
 
     run: dict[str, Any] = {"run_id": run_id or f"cli-{uuid.uuid4().hex[:12]}",
@@ -186,7 +189,17 @@ def write(
     request: dict[str, Any] = {"note": note, "type": type_}
     if scope_hint:
         request["scope_hint"] = scope_hint
-    [result] = enqueue_memory_writes(run, [request]).results(timeout=timeout)
+    enqueued = enqueue_memory_writes(run, [request])
+    answered: list[dict[str, Any]] | None = None
+    with contextlib.suppress(CeleryTimeout):  # said below, outside the handler
+        answered = enqueued.results(timeout=timeout)
+    if answered is None:
+        print(f"memory-worker: the write is queued (run {run['run_id']}, task "
+              f"{enqueued.task_ids[0]}) but no worker answered within {timeout:g} s; it is "
+              "applied when a worker runs: `memory-worker up`, or `memory-worker worker`",
+              file=sys.stderr)
+        raise typer.Exit(1)
+    [result] = answered
     if as_json:
         dump(result)
         return

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from worker.local.embedded import EmbeddedStack, die_with_parent
+from worker.local.stack_file import StackLock
 from worker.settings import Settings, get_settings, reset_settings_cache
 
 console = Console()
@@ -187,6 +188,8 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
     data_dir = data_dir.resolve()
     flower_cmd = flower_command(settings, data_dir) if flower else None  # refuse early
     data_dir.mkdir(parents=True, exist_ok=True)
+    lock = StackLock(data_dir)
+    lock.acquire()  # before anything starts: a second `up` here must change nothing
     stack = EmbeddedStack(data_dir)
     children: list[Child] = []
     previous = signal.signal(signal.SIGTERM, _raise_stop)
@@ -204,6 +207,8 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
         settings = get_settings()
         applied = migrate(settings.require_database_url())
         console.print(f"  migrations: {', '.join(applied) if applied else 'up to date'}")
+        lock.publish({"DATABASE_URL": settings.require_database_url(),
+                      "REDIS_URL": settings.require_redis_url()})
 
         env = {**os.environ, "MEMORY_TORCH_THREADS": os.environ.get("MEMORY_TORCH_THREADS", "1")}
         logs = data_dir / "logs"
@@ -246,4 +251,5 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
         # Workers finish their in-flight writes while beat and Flower stop; then the data.
         stop_children(children, timeout=60.0)
         stack.stop()
+        lock.release()
         console.print("Stopped.")
