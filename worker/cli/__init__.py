@@ -142,13 +142,24 @@ def _find_running_stack() -> None:
         reset_settings_cache()
 
 
+def _without_flag_types(command: Any) -> Any:
+    """Typer's help shows a flag as `--json <bool>`, as if it took a value: flags get no
+    type column."""
+    for param in command.params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _without_flag_types(sub)
+    return command
+
+
 def main() -> None:
     """The `memory-worker` entry point: what is wrong is said in one line (exit 1), not with
     a traceback; `--debug` (or MEMORY_DEBUG=1) shows the traceback too."""
     reset_settings_cache()
     try:
         _find_running_stack()
-        cli()
+        _without_flag_types(typer.main.get_command(cli))()
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise

@@ -57,6 +57,10 @@ def context(
         print(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
     else:
         sys.stdout.write(result.rendered or "(no memory to inject)\n")
+        if not result.rendered:
+            # The question that follows is "why not?": say which command answers it.
+            print(f"(why a note is not here: memory-worker explain {agent_id} "
+                  "'words from the note')", file=sys.stderr)
 
 
 def explain(
@@ -118,7 +122,11 @@ def stats(as_json: JsonOption = False) -> None:
     oldest = summary["oldest_recorded_write_age_s"]
     console.print(f"writes accepted, not yet applied: {summary['recorded_writes']}"
                   + ("" if oldest is None else f" (oldest {oldest:.0f} s)"))
-    console.print(f"oldest provisional note: {summary['oldest_provisional_age_s']:.0f} s old")
+    if summary["notes_by_status"].get("Provisional"):
+        console.print(
+            f"oldest provisional note: {summary['oldest_provisional_age_s']:.0f} s old")
+    else:
+        console.print("oldest provisional note: none")
     last = summary["last_cycle"]
     console.print("last cycle: none" if last is None else
                   f"last cycle: #{last['id']} {last['status']} at {last['started_at']}"
