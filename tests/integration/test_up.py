@@ -182,7 +182,7 @@ def test_a_second_terminal_finds_the_stack_and_a_second_up_is_refused(tmp_path):
     if not os.path.exists(cli):
         cli = os.path.join(os.path.dirname(sys.executable), "memory-worker")
     env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "REDIS_URL", "MEMORY_DATA_DIR")}
+           if k not in ("DATABASE_URL", "REDIS_URL", "MEMORY_DATA_DIR", "XDG_RUNTIME_DIR")}
     output = tmp_path / "up.log"
 
     def second_terminal(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -197,6 +197,9 @@ def test_a_second_terminal_finds_the_stack_and_a_second_up_is_refused(tmp_path):
         wait_until(lambda: "Ready." in output.read_text(), timeout=180, interval=0.5)
         children = psutil.Process(up.pid).children(recursive=True)
 
+        banner = output.read_text()
+        assert "In another terminal, in this folder: " in banner, banner
+        assert "XDG_RUNTIME_DIR" not in banner, "no warning a newcomer cannot act on"
         stats = second_terminal("stats")
         assert stats.returncode == 0, stats.stderr
         written = second_terminal("write", "support-bot", "User prefers green tea.",

@@ -180,6 +180,21 @@ def wait_for_workers(children: list[Child], timeout: float = 120.0,
     return False
 
 
+def _cli_path() -> str:
+    """How to type `memory-worker` here: relative to this folder when it is inside it (the
+    Makefile's .venv/bin), bare when it is on PATH."""
+    import shutil
+
+    here = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "memory-worker" \
+        else Path(sys.executable).parent / "memory-worker"
+    if shutil.which("memory-worker") == str(here):
+        return "memory-worker"
+    try:
+        return str(here.relative_to(Path.cwd()))
+    except ValueError:
+        return str(here)
+
+
 def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -> int:
     """Runs until Ctrl-C (returns 0) or until a child stops (returns non-zero, after saying
     why)."""
@@ -231,6 +246,9 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
             console.print("[red]Not started.[/red]")
             return failure_exit_code(children)
         console.print("[green]Ready.[/green] Ctrl-C stops everything.")
+        console.print(f"  In another terminal, in this folder: {_cli_path()} stats "
+                      "(or notes list, context, explain …; it finds this stack)",
+                      highlight=False, soft_wrap=True)
         if demo:
             from worker.local.demo import play_demo
 
