@@ -35,6 +35,11 @@ def test_notes_list_show_and_history(runtime, services):
     assert _json("notes", "history", str(a)) == []
     table = runner.invoke(cli, ["notes", "list"], env={"COLUMNS": "200"})
     assert table.exit_code == 0 and "metric units" in table.output
+    assert "MemoryManager" in table.output, "a wide terminal shows every column"
+    narrow = runner.invoke(cli, ["notes", "list"], env={"COLUMNS": "80"})
+    assert narrow.exit_code == 0
+    assert "User prefers metric" in narrow.output, "the note stays readable at 80 columns"
+    assert all(len(line) <= 80 for line in narrow.output.splitlines())
 
 
 def test_notes_are_found_by_the_id_prefix_notes_list_prints(runtime, services):

@@ -24,6 +24,7 @@ notes_cli = typer.Typer(help="Inspect notes.", no_args_is_help=True)
 
 
 _HEX = frozenset("0123456789abcdef")
+_WIDE_TABLE = 140  # columns: below this, `notes list` shows its four telling columns
 _MIN_PREFIX = 4
 
 
@@ -83,14 +84,21 @@ def notes_list(
     if as_json:
         dump(found)
         return
-    table = Table("id", "created", "status", "author", "type", "agent", "user", "company",
-                  "note")
+    # A narrow terminal keeps what tells notes apart (id, status, user, the note) rather
+    # than squeezing nine columns into one letter each; --json has every field.
+    wide = console.width >= _WIDE_TABLE
+    columns = (["id", "created", "status", "author", "type", "agent", "user", "company", "note"]
+               if wide else ["id", "status", "user", "note"])
+    table = Table(*columns)
     for n in found:
         # A retired note's text is erased by retention after its window (content_erased_at).
         shown = n["note"][:80] if n["note"] is not None else "(erased by retention)"
-        table.add_row(str(n["id"])[:8], n["created_at"].isoformat(timespec="minutes"),
-                      n["status"], n["author_type"], n["type"], n["agent_id"] or "",
-                      n["user_id"] or "", n["company_id"] or "", shown)
+        if wide:
+            table.add_row(str(n["id"])[:8], n["created_at"].isoformat(timespec="minutes"),
+                          n["status"], n["author_type"], n["type"], n["agent_id"] or "",
+                          n["user_id"] or "", n["company_id"] or "", shown)
+        else:
+            table.add_row(str(n["id"])[:8], n["status"], n["user_id"] or "", shown)
     console.print(table)
 
 
