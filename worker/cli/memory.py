@@ -21,8 +21,9 @@ from worker.cli.output import JsonOption, console, database_reachable, dump
 def context(
     agent_id: Annotated[str, typer.Argument(help="Agent id.")],
     input_text: Annotated[str | None, typer.Argument(help="The run's input.")] = None,
-    user: Annotated[str | None, typer.Option("--user", "-u")] = None,
-    company: Annotated[str | None, typer.Option("--company", "-c")] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="The run's user id.")] = None,
+    company: Annotated[str | None, typer.Option("--company", "-c",
+                                                help="The run's company id.")] = None,
     primary: Annotated[str | None, typer.Option(help="Tenant record as Entity:record_id.")] = None,
     scope: Annotated[list[str] | None, typer.Option(help="Secondary dimension=value.")] = None,
     shared_only: Annotated[bool, typer.Option(help="An audience is present.")] = False,
@@ -66,8 +67,9 @@ def context(
 def explain(
     agent_id: Annotated[str, typer.Argument(help="Agent id.")],
     about: Annotated[str, typer.Argument(help="What it should (or should not) remember.")],
-    user: Annotated[str | None, typer.Option("--user", "-u")] = None,
-    company: Annotated[str | None, typer.Option("--company", "-c")] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="The run's user id.")] = None,
+    company: Annotated[str | None, typer.Option("--company", "-c",
+                                                help="The run's company id.")] = None,
     limit: Annotated[int, typer.Option(help="How many matching notes to explain.")] = 10,
     as_json: JsonOption = False,
 ) -> None:
@@ -173,8 +175,9 @@ def _recorded_writes(settings: Any) -> tuple[int | None, float | None]:
 def write(
     agent_id: Annotated[str, typer.Argument(help="Agent id.")],
     note: Annotated[str, typer.Argument(help="The note, as the agent would write it.")],
-    user: Annotated[str | None, typer.Option("--user", "-u")] = None,
-    company: Annotated[str | None, typer.Option("--company", "-c")] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="The run's user id.")] = None,
+    company: Annotated[str | None, typer.Option("--company", "-c",
+                                                help="The run's company id.")] = None,
     type_: Annotated[str, typer.Option("--type", help="Preference or Context")] = "Preference",
     run_id: Annotated[str | None, typer.Option(help="Default: a new run.")] = None,
     scope_hint: Annotated[str | None, typer.Option(help="user or agent")] = None,

@@ -63,7 +63,7 @@ def _choice(value: str | None, allowed: type[StrEnum], option: str) -> str | Non
 
 @notes_cli.command("list")
 def notes_list(
-    agent: Annotated[str | None, typer.Option("--agent", "-a")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's.")] = None,
     user: Annotated[str | None, typer.Option("--user", "-u", help="'-' = no user")] = None,
     company: Annotated[str | None, typer.Option("--company", "-c",
                                                 help="'-' = no company")] = None,
