@@ -17,6 +17,7 @@ Postgres.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 from collections.abc import Sequence
@@ -116,7 +117,17 @@ class EnqueuedWrites:
         """Wait for every write of this call and return their result dicts, in order."""
         from worker.celery_app import app
 
-        return [AsyncResult(task_id, app=app).get(timeout=timeout) for task_id in self.task_ids]
+        pending = [AsyncResult(task_id, app=app) for task_id in self.task_ids]
+        try:
+            return [result.get(timeout=timeout) for result in pending]
+        except BaseException:
+            # The backend keeps every awaited result until the interpreter exits, whose
+            # clean-up then fails loudly ("Exception ignored in AsyncResult.__del__"): let go
+            # of them now, while the connection still works.
+            for result in pending:
+                with contextlib.suppress(Exception):
+                    app.backend.remove_pending_result(result)
+            raise
 
 
 def enqueue_memory_writes(run: dict[str, Any], writes: Sequence[dict[str, Any]],

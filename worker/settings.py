@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker.writes.admission.patterns import DEFAULT_REJECT_WRITE_PATTERNS
@@ -22,6 +22,15 @@ def default_data_dir() -> Path:
     return Path.cwd() / ".memory-data"
 
 LOCAL_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+# The URL settings' accepted schemes, and an example shown when one is wrong.
+_URL_SCHEMES = {
+    "database_url": ("DATABASE_URL", ("postgresql", "postgres", "postgresql+psycopg"),
+                     "postgresql://user:password@localhost:5432/memory"),
+    "redis_url": ("REDIS_URL", ("redis", "rediss", "unix"), "redis://localhost:6379/0"),
+    "broker_url": ("BROKER_URL", ("amqp", "amqps", "pyamqp", "redis", "rediss"),
+                   "amqp://guest:guest@localhost:5672//"),
+}
 
 
 class Settings(BaseSettings):
@@ -294,6 +303,20 @@ class Settings(BaseSettings):
     # sharing a data dir never share a file; a probe reads it without touching the broker.
     heartbeat_file: Path | None = None
 
+    @field_validator("database_url", "redis_url", "broker_url")
+    @classmethod
+    def _url_scheme(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # A URL without its scheme, or with another service's, is said here in one line,
+        # not by a driver's traceback when the first connection is tried.
+        if not value:
+            return value
+        name, schemes, example = _URL_SCHEMES[info.field_name or ""]
+        scheme = value.split("://", 1)[0] if "://" in value else ""
+        if scheme not in schemes:
+            got = f"the scheme {scheme!r}" if scheme else "no scheme"
+            raise ValueError(f"{name} has {got}; expected a URL such as {example}")
+        return value
+
     @model_validator(mode="after")
     def _write_log_outlives_redeliveries(self) -> Settings:
         # Pruning a run's write log ends exactly-once for its writes: a shorter window would
@@ -330,16 +353,18 @@ class Settings(BaseSettings):
     def require_database_url(self) -> str:
         if not self.database_url:
             raise RuntimeError(
-                "DATABASE_URL is not set. Run `memory-worker up` for the embedded stack, "
-                "or point DATABASE_URL at a Postgres with pgvector."
+                f"DATABASE_URL is not set and no `memory-worker up` runs on {self.data_dir}: "
+                "start one in this folder (it is found), or point DATABASE_URL at a Postgres "
+                "with pgvector."
             )
         return self.database_url
 
     def require_redis_url(self) -> str:
         if not self.redis_url:
             raise RuntimeError(
-                "REDIS_URL is not set. Run `memory-worker up` for the embedded stack, "
-                "or point REDIS_URL at a Redis server."
+                f"REDIS_URL is not set and no `memory-worker up` runs on {self.data_dir}: "
+                "start one in this folder (it is found), or point REDIS_URL at a Redis "
+                "server."
             )
         return self.redis_url
 

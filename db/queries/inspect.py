@@ -65,6 +65,20 @@ def list_notes(conn: Connection, *, agent_id: str | None, user_id: str | None,
         "author_type": author_type, "limit": limit})]
 
 
+# Ids in a UUID range: a prefix as `notes list` prints it, found through the primary key.
+_IDS_IN_RANGE = text("SELECT id FROM notes WHERE id BETWEEN :low AND :high ORDER BY id "
+                     "LIMIT :limit")
+
+
+def note_ids_with_prefix(conn: Connection, prefix: str, *, limit: int = 2) -> list[uuid.UUID]:
+    """Notes whose id starts with these hex digits (dashes ignored), at most `limit`."""
+    digits = prefix.replace("-", "").lower()
+    low = uuid.UUID(digits.ljust(32, "0"))
+    high = uuid.UUID(digits.ljust(32, "f"))
+    return [row[0] for row in conn.execute(_IDS_IN_RANGE,
+                                           {"low": low, "high": high, "limit": limit})]
+
+
 def show_note(conn: Connection, note_id: uuid.UUID) -> dict[str, Any] | None:
     row = conn.execute(_SHOW, {"id": note_id}).first()
     return None if row is None else dict(row._mapping)

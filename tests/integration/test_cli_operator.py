@@ -35,6 +35,43 @@ def test_notes_list_show_and_history(runtime, services):
     assert _json("notes", "history", str(a)) == []
     table = runner.invoke(cli, ["notes", "list"], env={"COLUMNS": "200"})
     assert table.exit_code == 0 and "metric units" in table.output
+    assert "MemoryManager" in table.output, "a wide terminal shows every column"
+    narrow = runner.invoke(cli, ["notes", "list"], env={"COLUMNS": "80"})
+    assert narrow.exit_code == 0
+    assert "User prefers metric" in narrow.output, "the note stays readable at 80 columns"
+    assert all(len(line) <= 80 for line in narrow.output.splitlines())
+
+
+def test_notes_are_found_by_the_id_prefix_notes_list_prints(runtime, services):
+    a = seed_note(runtime, "User prefers metric units", user="U1")
+    seed_note(runtime, "User prefers dark mode", user="U2")
+    table = runner.invoke(cli, ["notes", "list"], env={"COLUMNS": "200"})
+    short = str(a)[:8]
+    assert short in table.output
+    history = runner.invoke(cli, ["notes", "history", short])  # a seeded note has none
+    assert history.exit_code == 1 and "no history for this note" in history.output
+    assert _json("notes", "show", short)["id"] == str(a)
+    from db.queries.inspect import note_ids_with_prefix
+
+    with runtime.db.read() as conn:
+        assert len(note_ids_with_prefix(conn, "", limit=5)) == 2, "an empty prefix: both"
+        assert note_ids_with_prefix(conn, str(a)[:13]) == [a], "dashes as printed"
+    missing = runner.invoke(cli, ["notes", "show", "ffff0000" if short != "ffff0000"
+                                  else "0000ffff"])
+    assert missing.exit_code == 2 and "no note id starts with" in missing.output
+    bad = runner.invoke(cli, ["notes", "show", "xyz"])
+    assert bad.exit_code == 2 and "first 4+ hex digits" in bad.output
+
+
+def test_a_mistyped_status_or_author_is_refused_with_the_choices(runtime, services):
+    seed_note(runtime, "User prefers metric units", user="U1")
+    typo = runner.invoke(cli, ["notes", "list", "--status", "Activ"])
+    assert typo.exit_code == 2
+    assert "'Activ' is not one of Pending, Active, Provisional, Revoked, Archived" in " ".join(
+        typo.output.split()).replace("│ ", "")
+    assert runner.invoke(cli, ["notes", "list", "--author", "bot"]).exit_code == 2
+    lower = _json("notes", "list", "--status", "active")  # the case is forgiven
+    assert [n["note"] for n in lower] == ["User prefers metric units"]
 
 
 def test_explain_names_the_reason_for_each_matching_note(runtime, services):
@@ -105,6 +142,8 @@ def test_stats_counts_notes_and_cycles(runtime, services):
     assert after["notes_by_status"]["Active"] == 2
     assert after["last_cycle"]["status"] == "succeeded"
     assert after["oldest_provisional_age_s"] == 0
+    plain = runner.invoke(cli, ["stats"])
+    assert "oldest provisional note: none" in plain.output, plain.output
 
 
 @pytest.mark.usefixtures("celery_worker")

@@ -170,3 +170,64 @@ def test_up_shows_why_a_worker_cannot_start_and_does_not_claim_the_stack_is_up(s
     assert "an earlier run's last words" not in out, "only what this start wrote"
     written = (data_dir / "logs" / "writes.log").read_text().splitlines()
     assert written[-1] == line
+
+
+def test_a_second_terminal_finds_the_stack_and_a_second_up_is_refused(tmp_path):
+    """As a newcomer does it: `up` in a folder; in a second terminal, in the same folder and
+    with no URL set, the README's commands talk to that stack; a second `up` there is refused
+    in one line and changes nothing; once it stops, the CLI says no stack runs."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    cli = str(PROJECT_ROOT / ".venv" / "bin" / "memory-worker")
+    if not os.path.exists(cli):
+        cli = os.path.join(os.path.dirname(sys.executable), "memory-worker")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "REDIS_URL", "MEMORY_DATA_DIR", "XDG_RUNTIME_DIR")}
+    output = tmp_path / "up.log"
+
+    def second_terminal(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([cli, *args], cwd=folder, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+
+    with open(output, "ab") as log:
+        up = subprocess.Popen([cli, "up", "--no-flower"], cwd=folder, env=env, stdout=log,
+                              stderr=subprocess.STDOUT, start_new_session=True)
+    data_dir = folder / ".memory-data"
+    try:
+        wait_until(lambda: "Ready." in output.read_text(), timeout=180, interval=0.5)
+        children = psutil.Process(up.pid).children(recursive=True)
+
+        banner = output.read_text()
+        assert "In another terminal, in this folder: " in banner, banner
+        assert "XDG_RUNTIME_DIR" not in banner, "no warning a newcomer cannot act on"
+        stats = second_terminal("stats")
+        assert stats.returncode == 0, stats.stderr
+        written = second_terminal("write", "support-bot", "User prefers green tea.",
+                                  "--user", "u-1", "--json")
+        assert written.returncode == 0, written.stderr
+        assert '"disposition": "written"' in written.stdout, written.stdout
+
+        again = second_terminal("up", "--no-flower", timeout=60)
+        assert again.returncode == 1
+        assert again.stderr.strip().splitlines() == [
+            f"memory-worker: another `memory-worker up` (pid {up.pid}) is running on "
+            f"{data_dir}; use that one (the CLI in this folder finds it), stop it with Ctrl-C "
+            "in its terminal, or start this one on its own folder with --data-dir"], again.stderr
+        assert "Starting" not in again.stdout, "refused before anything started"
+        assert up.poll() is None and all(c.is_running() for c in children), (
+            "the first stack is untouched")
+        listed = second_terminal("notes", "list", "--json")
+        assert listed.returncode == 0 and "green tea" in listed.stdout, listed.stderr
+
+        up.send_signal(signal.SIGINT)
+        assert up.wait(timeout=90) == 0
+        after = second_terminal("stats", timeout=60)
+        assert after.returncode == 1 and "no `memory-worker up` runs on" in after.stderr, (
+            after.stderr)
+    finally:
+        if up.poll() is None:
+            leftovers = psutil.Process(up.pid).children(recursive=True)
+            os.killpg(up.pid, signal.SIGKILL)
+            for proc in leftovers + _processes_using(str(data_dir)):
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()

@@ -124,3 +124,60 @@ def test_version_is_the_installed_distributions():
                           text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == (
         f"memory-worker {version('agent-memory-worker')}")
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({"DATABASE_URL": "postgres-host:5432/memory"},
+     "invalid configuration: DATABASE_URL has no scheme; expected a URL such as postgresql://"),
+    ({"DATABASE_URL": "http://127.0.0.1:5432/memory"},
+     "invalid configuration: DATABASE_URL has the scheme 'http'"),
+    ({"REDIS_URL": "127.0.0.1:6379/0"},
+     "invalid configuration: REDIS_URL has no scheme; expected a URL such as redis://"),
+    ({"BROKER_URL": "rabbitmq.internal:5672"},
+     "invalid configuration: BROKER_URL has no scheme"),
+], ids=["database-no-scheme", "database-http", "redis-no-scheme", "broker-no-scheme"])
+def test_a_url_with_a_wrong_or_missing_scheme_is_one_line(env, expected, tmp_path):
+    base = {"DATABASE_URL": "postgresql://x@127.0.0.1:1/m", "REDIS_URL": "redis://127.0.0.1:1/0"}
+    done, took = _cli(["stats"], {**base, **env}, tmp_path)
+    _assert_one_line(done, took, expected)
+
+
+@pytest.fixture
+def bare_database(services) -> Iterator[str]:
+    """A reachable database that was never migrated (pgvector available, not created)."""
+    from tests.conftest import _database_url, _recreate_database
+
+    _recreate_database(services.admin_url, "cli_unmigrated")
+    yield _database_url(services.admin_url, "cli_unmigrated")
+
+
+@pytest.mark.parametrize("args", [a for a in COMMANDS if a[0] not in ("migrate", "write")],
+                         ids=lambda a: "-".join(a[:2]))
+def test_a_command_before_migrate_says_to_migrate(args, tmp_path, services, bare_database):
+    done, _ = _cli(args, {"DATABASE_URL": bare_database, "REDIS_URL": services.redis_url},
+                      tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "run `memory-worker migrate`" in done.stderr, done.stderr
+
+
+def test_a_write_nobody_consumes_says_it_is_queued(tmp_path, services):
+    """No worker: the write stays queued, and the command says so in one line (no timeout
+    traceback, no "Exception ignored" at exit)."""
+    import redis
+
+    queue = f"cli-nobody-{os.getpid()}"
+    env = {"DATABASE_URL": "postgresql://x@127.0.0.1:1/m", "REDIS_URL": services.redis_url,
+           "MEMORY_WRITE_QUEUE": queue}
+    done, _ = _cli(["write", "A", "User prefers green tea.", "--user", "u-1",
+                       "--timeout", "2"], env, tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()], done.stderr
+    assert done.stderr.startswith("memory-worker: the write is queued (run cli-"), done.stderr
+    assert "no worker answered within 2 s" in done.stderr
+    client = redis.Redis.from_url(services.redis_url)
+    try:
+        assert client.llen(queue) == 1, "the write waits in its queue for a worker"
+    finally:
+        client.delete(queue)
+        client.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -77,6 +77,12 @@ def _redacted(url: str | None) -> str:
         return "(unparsable URL)"
 
 
+def _problem(error: Any) -> str:
+    where = ".".join(map(str, error["loc"])) or "settings"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return message if message.startswith(where) else f"{where}: {message}"
+
+
 def explain_error(exc: BaseException) -> str | None:
     """One line naming what is wrong — the service that cannot be reached with its redacted
     URL, the setting that is invalid, the migration that failed — or None for a bug."""
@@ -87,25 +93,64 @@ def explain_error(exc: BaseException) -> str | None:
     from kombu.exceptions import OperationalError as BrokerError
 
     from db.migration_files import MigrationError
+    from worker.local.stack_file import StackBusy
 
     if isinstance(exc, pydantic.ValidationError):
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
-        return f"invalid configuration: {problems}"
+        return f"invalid configuration: {'; '.join(map(_problem, exc.errors()))}"
     if isinstance(exc, MigrationError):
         return f"migration failed: {exc}"
+    if isinstance(exc, StackBusy):
+        return str(exc)
     if isinstance(exc, RuntimeError) and "is not set" in str(exc):
         return str(exc)
     settings = get_settings()
-    if isinstance(exc, sqlalchemy.exc.OperationalError | sqlalchemy.exc.InterfaceError):
+    if isinstance(exc, sqlalchemy.exc.DBAPIError):
         exc = exc.orig or exc
+    database = _redacted(settings.database_url)
+    if isinstance(exc, psycopg.ProgrammingError) and "vector type not found" in str(exc):
+        return (f"the database at {database} has no pgvector `vector` type yet: run "
+                "`memory-worker migrate` (it creates the extension; the server must have "
+                "pgvector installed)")
+    if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
+        return (f"the database at {database} lacks the memory schema or part of it: run "
+                "`memory-worker migrate`")
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         reason = (str(exc).strip().splitlines() or ["connection failed"])[-1]
-        return f"cannot reach the database at {_redacted(settings.database_url)}: {reason}"
+        return f"cannot reach the database at {database}: {reason}"
     if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError
                   | BrokerError):
         return f"cannot reach Redis at {_redacted(settings.redis_url)}: {exc}"
     return None
+
+
+def _command(argv: list[str]) -> str | None:
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def _find_running_stack() -> None:
+    """A command typed in a second terminal, in the folder where `memory-worker up` runs and
+    with no URL of its own, talks to that stack (`up` itself never adopts one: it refuses)."""
+    if _command(sys.argv[1:]) in (None, "up"):
+        return
+    try:
+        data_dir = get_settings().data_dir
+    except Exception:  # broken settings are reported by the command itself, in one line
+        return
+    from worker.local.stack_file import adopt_running_stack
+
+    if adopt_running_stack(data_dir):
+        reset_settings_cache()
+
+
+def _without_flag_types(command: Any) -> Any:
+    """Typer's help shows a flag as `--json <bool>`, as if it took a value: flags get no
+    type column."""
+    for param in command.params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _without_flag_types(sub)
+    return command
 
 
 def main() -> None:
@@ -113,7 +158,8 @@ def main() -> None:
     a traceback; `--debug` (or MEMORY_DEBUG=1) shows the traceback too."""
     reset_settings_cache()
     try:
-        cli()
+        _find_running_stack()
+        _without_flag_types(typer.main.get_command(cli))()
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise

@@ -43,8 +43,8 @@ def _print(result: dict[str, Any], as_json: bool) -> None:
 
 @candidates_cli.command("list")
 def candidates_list(
-    agent: Annotated[str | None, typer.Option("--agent", "-a")] = None,
-    run: Annotated[str | None, typer.Option("--run", "-r")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's.")] = None,
+    run: Annotated[str | None, typer.Option("--run", "-r", help="Only this run's.")] = None,
     status: Annotated[str, typer.Option(help="candidate, promoted, rejected or all.")]
     = "candidate",
     limit: Annotated[int, typer.Option(help="Oldest first.")] = 100,

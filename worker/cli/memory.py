@@ -7,6 +7,7 @@ window into the memory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import uuid
@@ -20,8 +21,9 @@ from worker.cli.output import JsonOption, console, database_reachable, dump
 def context(
     agent_id: Annotated[str, typer.Argument(help="Agent id.")],
     input_text: Annotated[str | None, typer.Argument(help="The run's input.")] = None,
-    user: Annotated[str | None, typer.Option("--user", "-u")] = None,
-    company: Annotated[str | None, typer.Option("--company", "-c")] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="The run's user id.")] = None,
+    company: Annotated[str | None, typer.Option("--company", "-c",
+                                                help="The run's company id.")] = None,
     primary: Annotated[str | None, typer.Option(help="Tenant record as Entity:record_id.")] = None,
     scope: Annotated[list[str] | None, typer.Option(help="Secondary dimension=value.")] = None,
     shared_only: Annotated[bool, typer.Option(help="An audience is present.")] = False,
@@ -56,13 +58,18 @@ def context(
         print(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
     else:
         sys.stdout.write(result.rendered or "(no memory to inject)\n")
+        if not result.rendered:
+            # The question that follows is "why not?": say which command answers it.
+            print(f"(why a note is not here: memory-worker explain {agent_id} "
+                  "'words from the note')", file=sys.stderr)
 
 
 def explain(
     agent_id: Annotated[str, typer.Argument(help="Agent id.")],
     about: Annotated[str, typer.Argument(help="What it should (or should not) remember.")],
-    user: Annotated[str | None, typer.Option("--user", "-u")] = None,
-    company: Annotated[str | None, typer.Option("--company", "-c")] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="The run's user id.")] = None,
+    company: Annotated[str | None, typer.Option("--company", "-c",
+                                                help="The run's company id.")] = None,
     limit: Annotated[int, typer.Option(help="How many matching notes to explain.")] = 10,
     as_json: JsonOption = False,
 ) -> None:
@@ -117,7 +124,11 @@ def stats(as_json: JsonOption = False) -> None:
     oldest = summary["oldest_recorded_write_age_s"]
     console.print(f"writes accepted, not yet applied: {summary['recorded_writes']}"
                   + ("" if oldest is None else f" (oldest {oldest:.0f} s)"))
-    console.print(f"oldest provisional note: {summary['oldest_provisional_age_s']:.0f} s old")
+    if summary["notes_by_status"].get("Provisional"):
+        console.print(
+            f"oldest provisional note: {summary['oldest_provisional_age_s']:.0f} s old")
+    else:
+        console.print("oldest provisional note: none")
     last = summary["last_cycle"]
     console.print("last cycle: none" if last is None else
                   f"last cycle: #{last['id']} {last['status']} at {last['started_at']}"
@@ -164,8 +175,9 @@ def _recorded_writes(settings: Any) -> tuple[int | None, float | None]:
 def write(
     agent_id: Annotated[str, typer.Argument(help="Agent id.")],
     note: Annotated[str, typer.Argument(help="The note, as the agent would write it.")],
-    user: Annotated[str | None, typer.Option("--user", "-u")] = None,
-    company: Annotated[str | None, typer.Option("--company", "-c")] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="The run's user id.")] = None,
+    company: Annotated[str | None, typer.Option("--company", "-c",
+                                                help="The run's company id.")] = None,
     type_: Annotated[str, typer.Option("--type", help="Preference or Context")] = "Preference",
     run_id: Annotated[str | None, typer.Option(help="Default: a new run.")] = None,
     scope_hint: Annotated[str | None, typer.Option(help="user or agent")] = None,
@@ -175,6 +187,8 @@ def write(
 ) -> None:
     """Enqueue one write as an agent service would (needs a running worker) and print its
     disposition."""
+    from celery.exceptions import TimeoutError as CeleryTimeout
+
     from worker.client import enqueue_memory_writes
 
     run: dict[str, Any] = {"run_id": run_id or f"cli-{uuid.uuid4().hex[:12]}",
@@ -186,7 +200,17 @@ def write(
     request: dict[str, Any] = {"note": note, "type": type_}
     if scope_hint:
         request["scope_hint"] = scope_hint
-    [result] = enqueue_memory_writes(run, [request]).results(timeout=timeout)
+    enqueued = enqueue_memory_writes(run, [request])
+    answered: list[dict[str, Any]] | None = None
+    with contextlib.suppress(CeleryTimeout):  # said below, outside the handler
+        answered = enqueued.results(timeout=timeout)
+    if answered is None:
+        print(f"memory-worker: the write is queued (run {run['run_id']}, task "
+              f"{enqueued.task_ids[0]}) but no worker answered within {timeout:g} s; it is "
+              "applied when a worker runs: `memory-worker up`, or `memory-worker worker`",
+              file=sys.stderr)
+        raise typer.Exit(1)
+    [result] = answered
     if as_json:
         dump(result)
         return

@@ -8,26 +8,62 @@ Flower, these commands do print note text: they are the operator's window into t
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
+from db.enums import AuthorType, NoteStatus
 from worker.cli.output import JsonOption, console, dump
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 notes_cli = typer.Typer(help="Inspect notes.", no_args_is_help=True)
 
 
-def _note_id(raw: str) -> uuid.UUID:
+_HEX = frozenset("0123456789abcdef")
+_WIDE_TABLE = 140  # columns: below this, `notes list` shows its four telling columns
+_MIN_PREFIX = 4
+
+
+def _note_id(conn: Connection, raw: str) -> uuid.UUID:
+    """A whole note id, or the start of one as `notes list` prints it (unambiguous)."""
     try:
         return uuid.UUID(raw)
-    except ValueError as exc:
-        raise typer.BadParameter("note id must be a UUID") from exc
+    except ValueError:
+        pass
+    digits = raw.strip().replace("-", "").lower()
+    if len(digits) < _MIN_PREFIX or not set(digits) <= _HEX or len(digits) > 32:
+        raise typer.BadParameter(
+            f"a note id is a UUID or its first {_MIN_PREFIX}+ hex digits, as `notes list` "
+            "prints them", param_hint="NOTE_ID")
+    from db.queries.inspect import note_ids_with_prefix
+
+    found = note_ids_with_prefix(conn, digits)
+    if not found:
+        raise typer.BadParameter(f"no note id starts with {raw}", param_hint="NOTE_ID")
+    if len(found) > 1:
+        raise typer.BadParameter(f"several note ids start with {raw}; give more of it",
+                                 param_hint="NOTE_ID")
+    return found[0]
+
+
+def _choice(value: str | None, allowed: type[StrEnum], option: str) -> str | None:
+    """An enum-valued filter, checked: a typo answers with the choices, not an empty table."""
+    if value is None:
+        return None
+    for member in allowed:
+        if member.value.lower() == value.lower():
+            return member.value
+    choices = ", ".join(member.value for member in allowed)
+    raise typer.BadParameter(f"{value!r} is not one of {choices}", param_hint=option)
 
 
 @notes_cli.command("list")
 def notes_list(
-    agent: Annotated[str | None, typer.Option("--agent", "-a")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's.")] = None,
     user: Annotated[str | None, typer.Option("--user", "-u", help="'-' = no user")] = None,
     company: Annotated[str | None, typer.Option("--company", "-c",
                                                 help="'-' = no company")] = None,
@@ -40,20 +76,29 @@ def notes_list(
     from db.queries.inspect import list_notes
     from worker.runtime import get_runtime
 
+    status = _choice(status, NoteStatus, "--status")
+    author = _choice(author, AuthorType, "--author")
     with get_runtime().db.read() as conn:
         found = list_notes(conn, agent_id=agent, user_id=user, company_id=company,
                            status=status, author_type=author, limit=limit)
     if as_json:
         dump(found)
         return
-    table = Table("id", "created", "status", "author", "type", "agent", "user", "company",
-                  "note")
+    # A narrow terminal keeps what tells notes apart (id, status, user, the note) rather
+    # than squeezing nine columns into one letter each; --json has every field.
+    wide = console.width >= _WIDE_TABLE
+    columns = (["id", "created", "status", "author", "type", "agent", "user", "company", "note"]
+               if wide else ["id", "status", "user", "note"])
+    table = Table(*columns)
     for n in found:
         # A retired note's text is erased by retention after its window (content_erased_at).
         shown = n["note"][:80] if n["note"] is not None else "(erased by retention)"
-        table.add_row(str(n["id"])[:8], n["created_at"].isoformat(timespec="minutes"),
-                      n["status"], n["author_type"], n["type"], n["agent_id"] or "",
-                      n["user_id"] or "", n["company_id"] or "", shown)
+        if wide:
+            table.add_row(str(n["id"])[:8], n["created_at"].isoformat(timespec="minutes"),
+                          n["status"], n["author_type"], n["type"], n["agent_id"] or "",
+                          n["user_id"] or "", n["company_id"] or "", shown)
+        else:
+            table.add_row(str(n["id"])[:8], n["status"], n["user_id"] or "", shown)
     console.print(table)
 
 
@@ -64,7 +109,7 @@ def notes_show(note_id: Annotated[str, typer.Argument()], as_json: JsonOption = 
     from worker.runtime import get_runtime
 
     with get_runtime().db.read() as conn:
-        note = show_note(conn, _note_id(note_id))
+        note = show_note(conn, _note_id(conn, note_id))
     if note is None:
         console.print("no such note")
         raise typer.Exit(1)
@@ -80,19 +125,15 @@ def notes_show(note_id: Annotated[str, typer.Argument()], as_json: JsonOption = 
 @notes_cli.command("history")
 def notes_history(
     note_id: Annotated[str, typer.Argument(help="The note's id.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Everything that happened to a note: the write that created it, every status change
     (who, why, related notes)."""
     from db.queries.manager import note_history
     from worker.runtime import get_runtime
 
-    try:
-        parsed = uuid.UUID(note_id)
-    except ValueError as exc:
-        raise typer.BadParameter("note id must be a UUID") from exc
     with get_runtime().db.read() as conn:
-        history = note_history(conn, parsed)
+        history = note_history(conn, _note_id(conn, note_id))
     if as_json:
         dump(history)
         return

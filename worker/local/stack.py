@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from worker.local.embedded import EmbeddedStack, die_with_parent
+from worker.local.stack_file import StackLock
 from worker.settings import Settings, get_settings, reset_settings_cache
 
 console = Console()
@@ -179,6 +180,21 @@ def wait_for_workers(children: list[Child], timeout: float = 120.0,
     return False
 
 
+def _cli_path() -> str:
+    """How to type `memory-worker` here: relative to this folder when it is inside it (the
+    Makefile's .venv/bin), bare when it is on PATH."""
+    import shutil
+
+    here = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "memory-worker" \
+        else Path(sys.executable).parent / "memory-worker"
+    if shutil.which("memory-worker") == str(here):
+        return "memory-worker"
+    try:
+        return str(here.relative_to(Path.cwd()))
+    except ValueError:
+        return str(here)
+
+
 def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -> int:
     """Runs until Ctrl-C (returns 0) or until a child stops (returns non-zero, after saying
     why)."""
@@ -187,6 +203,8 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
     data_dir = data_dir.resolve()
     flower_cmd = flower_command(settings, data_dir) if flower else None  # refuse early
     data_dir.mkdir(parents=True, exist_ok=True)
+    lock = StackLock(data_dir)
+    lock.acquire()  # before anything starts: a second `up` here must change nothing
     stack = EmbeddedStack(data_dir)
     children: list[Child] = []
     previous = signal.signal(signal.SIGTERM, _raise_stop)
@@ -204,6 +222,8 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
         settings = get_settings()
         applied = migrate(settings.require_database_url())
         console.print(f"  migrations: {', '.join(applied) if applied else 'up to date'}")
+        lock.publish({"DATABASE_URL": settings.require_database_url(),
+                      "REDIS_URL": settings.require_redis_url()})
 
         env = {**os.environ, "MEMORY_TORCH_THREADS": os.environ.get("MEMORY_TORCH_THREADS", "1")}
         logs = data_dir / "logs"
@@ -226,6 +246,9 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
             console.print("[red]Not started.[/red]")
             return failure_exit_code(children)
         console.print("[green]Ready.[/green] Ctrl-C stops everything.")
+        console.print(f"  In another terminal, in this folder: {_cli_path()} stats "
+                      "(or notes list, context, explain …; it finds this stack)",
+                      highlight=False, soft_wrap=True)
         if demo:
             from worker.local.demo import play_demo
 
@@ -246,4 +269,5 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
         # Workers finish their in-flight writes while beat and Flower stop; then the data.
         stop_children(children, timeout=60.0)
         stack.stop()
+        lock.release()
         console.print("Stopped.")
