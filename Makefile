@@ -23,7 +23,7 @@ up: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy worker db
-	$(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/pytest
 
 # The unit tier only (no services, no model): seconds, for the edit-test loop.
@@ -34,7 +34,7 @@ test-fast: $(STAMP)
 # setting without a description, fails the build.
 .PHONY: docs
 docs: $(STAMP)
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
 	$(BIN)/python bench/write_path.py
