@@ -308,7 +308,7 @@ def cli_markdown() -> str:
 
 
 def _created_in() -> dict[str, str]:
-    created = {}
+    created: dict[str, str] = {}
     for path in sorted((ROOT / "db" / "migrations").glob("*.sql")):
         for match in re.finditer(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", path.read_text(),
                                  re.I):
@@ -461,8 +461,8 @@ def dispositions_markdown() -> str:
             meaning = ""
         out.append(f"| `{value.value}` | {_cell(meaning)} |")
     extra = set(DISPOSITIONS) - {d.value for d in Disposition}
-    for value in sorted(extra):
-        log.warning("reference: %r is described but is no Disposition", value)
+    for name in sorted(extra):
+        log.warning("reference: %r is described but is no Disposition", name)
     return "\n".join(out) + "\n"
 
 

@@ -166,7 +166,7 @@ const { seqs, taskIds } = await enqueueWrites(redis, script, run, LEARNED);
 const results = [];
 for (const taskId of taskIds) results.push(await result(redis, taskId, 60000));
 const context = await memoryContext(redis, { agent_id: AGENT, user_id: USER, company_id: COMPANY,
-                                             input_text: "Plan next quarter's report" });
+                                             input_text: "Which units does the user prefer?" });
 redis.close();
 
 if (process.argv.includes("--json")) {

@@ -78,7 +78,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--user", default="u-7")
     parser.add_argument("--company", default="acme")
-    parser.add_argument("--task", default="Build the Q3 revenue dashboard")
+    parser.add_argument("--task", default="Which charts does the user prefer?",
+                        help="the user's request: the memory closest to it is injected")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     find_local_stack()

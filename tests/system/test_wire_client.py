@@ -1,8 +1,9 @@
 """A client in another language, written from the wire contract alone (Node.js, no Celery,
 no Redis library: tests/system/clients/wire_client.mjs): it records and numbers its writes
 with the record script of docs/reference/wire-contract.md, pushes its chain as one message in
-the documented envelope, and reads the results where the page says they are. Its writes apply in order —
-and when it dies after recording, before publishing, they are applied all the same."""
+the documented envelope, and reads the results where the page says they are. Its writes
+apply in order — and when it dies after recording, before publishing, they are applied all
+the same."""
 
 from __future__ import annotations
 

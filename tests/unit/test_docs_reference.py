@@ -43,7 +43,7 @@ class Example(BaseSettings):
     third: int = 3
 '''
     namespace: dict[str, object] = {"BaseSettings": BaseSettings}
-    exec(source, namespace)  # noqa: S102 - our own literal source
+    exec(source, namespace)
     assert _reference().undocumented_settings(source, namespace["Example"]) == ["third"]
 
 
