@@ -1,6 +1,7 @@
 # Two commands on a fresh machine:
 #   make up     run the system on its embedded default (Postgres 18 + pgvector, Redis) + a demo
-#   make test   run the tests (ruff, mypy, then pytest against real Postgres, Redis and Celery)
+#   make test   run the tests (ruff, mypy, the strict docs build, then pytest against real
+#               Postgres, Redis and Celery)
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -22,11 +23,18 @@ up: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy worker db
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/pytest
 
 # The unit tier only (no services, no model): seconds, for the edit-test loop.
 test-fast: $(STAMP)
 	$(BIN)/pytest -q tests/unit
+
+# The documentation site into site/ (mkdocs.yml). Strict: a broken link or anchor, or a
+# setting without a description, fails the build.
+.PHONY: docs
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
 	$(BIN)/python bench/write_path.py

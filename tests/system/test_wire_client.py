@@ -1,8 +1,9 @@
-"""A client in another language, written from the README's wire contract alone (Node.js,
-no Celery, no Redis library: tests/system/clients/wire_client.mjs): it records and numbers
-its writes with the README's record script, pushes its chain as one message in the README's
-envelope, and reads the results where the README says they are. Its writes apply in order —
-and when it dies after recording, before publishing, they are applied all the same."""
+"""A client in another language, written from the wire contract alone (Node.js, no Celery,
+no Redis library: tests/system/clients/wire_client.mjs): it records and numbers its writes
+with the record script of docs/reference/wire-contract.md, pushes its chain as one message in
+the documented envelope, and reads the results where the page says they are. Its writes
+apply in order — and when it dies after recording, before publishing, they are applied all
+the same."""
 
 from __future__ import annotations
 
@@ -26,22 +27,25 @@ WORKER_ENV = {"MEMORY_REDELIVERY_AFTER_S": "2"}
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 
 
-def readme_record_script() -> str:
-    """The Lua script exactly as the README's wire contract shows it."""
-    text = (PROJECT_ROOT / "README.md").read_text()
-    section = text[text.index("**Sequence numbers and write records.**"):]
+WIRE_CONTRACT = PROJECT_ROOT / "docs" / "reference" / "wire-contract.md"
+
+
+def documented_record_script() -> str:
+    """The Lua script exactly as the wire contract page shows it."""
+    text = WIRE_CONTRACT.read_text()
+    section = text[text.index("## Sequence numbers and write records"):]
     return re.search(r"```lua\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
 
 
-def test_the_readme_shows_the_script_the_python_client_runs():
+def test_the_wire_contract_shows_the_script_the_python_client_runs():
     from worker.delivery.records import RECORD_SCRIPT
 
-    assert readme_record_script().strip() == RECORD_SCRIPT.strip()
+    assert documented_record_script().strip() == RECORD_SCRIPT.strip()
 
 
 def _node(services: Any, tmp_path: Path, spec: dict[str, Any]) -> dict[str, Any]:
     script = tmp_path / "record.lua"
-    script.write_text(readme_record_script())
+    script.write_text(documented_record_script())
     port, db = re.match(r"redis://[^:]+:(\d+)/(\d+)", services.redis_url).groups()  # type: ignore[union-attr]
     done = subprocess.run(["node", str(CLIENT), port, db, str(script), json.dumps(spec)],
                           capture_output=True, text=True, timeout=120)

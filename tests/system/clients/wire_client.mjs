@@ -1,4 +1,4 @@
-// An agent service in another language, written from the README's wire contract alone:
+// An agent service in another language, written from the wire contract alone (docs/reference/wire-contract.md):
 // it records and numbers its writes with the record script, pushes one chain message onto
 // the Redis list (the envelope table, the rest of the chain reversed), and reads each
 // write's result from `celery-task-meta-<task id>`. No Celery, no Redis library: RESP over
