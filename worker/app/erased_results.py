@@ -17,6 +17,10 @@ after the result was stored and its sweep, which comes later, finds the result. 
 (`rejected-erased`) names nothing and stays, and a task begun after the erasure finished
 keeps its result.
 
+A write carried by a chain visit (worker/app/chain_visit.py) has no task run of its own: its
+result is checked the same way right after the visit stores it, with the visit's start as its
+start (the safe side: any erasure that finished while the visit ran counts).
+
 Costs one Redis round trip when a task starts and one when it ends; nothing on the database.
 """
 
