@@ -165,7 +165,12 @@ def carry_writes(deps: WriteDeps, steps: list[dict[str, Any]] | None,
         if write is None:
             break  # not ours to apply here: it goes as its own message
         began = time.perf_counter()
-        visit.store_head()
+        try:
+            visit.store_head()
+        except Exception:  # Celery stores it again when the task returns
+            log.warning("could not store the result of %s early", visit.head_task_id,
+                        exc_info=True)
+            break
         cut = False
         try:
             outcome = apply_memory_write(deps, write.run, write.write, write.seq,
