@@ -132,6 +132,14 @@ class Settings(BaseSettings):
     seq_wait_max_s: float = Field(default=1.0, gt=0)
     # Expiry of a run's sequence counter in Redis (set again by every reservation).
     seq_counter_ttl_days: int = Field(default=30, ge=1)
+    # A chain in one visit (worker/app/chain_visit.py): the task that applies a chain's write
+    # goes on to apply the writes its chain carries, at most this many writes in all (the
+    # first included; 1: none carried) and not past this long since it started (0: none
+    # carried); then it publishes the rest as a message of its own, so one long chain does
+    # not hold a process while other chains wait.
+    chain_visit_max_writes: int = Field(default=50, ge=1)
+    # A chain visit carries writes only this long after its task started (0: none carried).
+    chain_visit_budget_s: float = Field(default=1.0, ge=0)
 
     # --- delivery you can prove (worker/delivery/) --------------------------------------
     # A recorded write (accepted by its client) not in the write log this long after it was

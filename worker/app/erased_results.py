@@ -17,6 +17,10 @@ after the result was stored and its sweep, which comes later, finds the result. 
 (`rejected-erased`) names nothing and stays, and a task begun after the erasure finished
 keeps its result.
 
+A write carried by a chain visit (worker/app/chain_visit.py) has no task run of its own: its
+result is checked the same way right after the visit stores it, with the visit's start as its
+start (the safe side: any erasure that finished while the visit ran counts).
+
 Costs one Redis round trip when a task starts and one when it ends; nothing on the database.
 """
 
@@ -149,6 +153,32 @@ def _note_start(sender: Any = None, task_id: str | None = None, **_: Any) -> Non
         log.debug("could not read the Redis clock for %s", task_id, exc_info=True)
 
 
+def started_at(task_id: str) -> int | None:
+    """The Redis clock when the running task `task_id` started, if it was read."""
+    return _started_us.get(task_id)
+
+
+def drop_if_erased(backend: Any, name: str, task_id: str, started_us: int | None, args: Any,
+                   result: Any) -> bool:
+    """After `result` is stored under `task_id`: delete it if an erasure that overlapped the
+    task removed a subject it names. Also for the writes a chain visit carries
+    (worker/app/chain_visit.py), which have no task run of their own."""
+    client = getattr(backend, "client", None)
+    if client is None:
+        return False
+    try:
+        subject = erased_while_running(client, started_us, args, result)
+        if subject is not None:
+            backend.forget(task_id)
+            log.warning("deleted the result of %s %s: an erasure of a %s ran while it did",
+                        name, task_id, subject.kind)
+            return True
+    except Exception:
+        log.warning("could not check the result of %s %s against erasures", name, task_id,
+                    exc_info=True)
+    return False
+
+
 @signals.task_postrun.connect
 def _drop_result_of_erased_subject(sender: Any = None, task_id: str | None = None,
                                    args: Any = None, retval: Any = None,
@@ -158,15 +188,4 @@ def _drop_result_of_erased_subject(sender: Any = None, task_id: str | None = Non
     if (not task_id or name not in GUARDED_TASKS or state != "SUCCESS"
             or getattr(sender, "ignore_result", False)):
         return
-    client = _client(sender)
-    if client is None:
-        return
-    try:
-        subject = erased_while_running(client, started, args, retval)
-        if subject is not None:
-            sender.backend.forget(task_id)
-            log.warning("deleted the result of %s %s: an erasure of a %s ran while it did",
-                        name, task_id, subject.kind)
-    except Exception:
-        log.warning("could not check the result of %s %s against erasures", name, task_id,
-                    exc_info=True)
+    drop_if_erased(sender.backend, name, task_id, started, args, retval)

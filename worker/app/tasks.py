@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -16,12 +17,14 @@ from db.scope import ScopeError
 from worker.agents import AgentConfigError, configure_agent
 from worker.app import task_names
 from worker.app.arguments import surplus_arguments
+from worker.app.carried_events import CarriedEvents
+from worker.app.chain_visit import Visit, after_write, carry_writes, settle_record, timed_out
 from worker.app.continuations import flush_continuations, publish_continuation, take_over_chain
+from worker.app.erased_results import started_at
 from worker.app.poison import take_refusal
 from worker.celery_app import MemoryTask, app
 from worker.delivery.records import write_records
 from worker.delivery.redelivery import redeliver_recorded_writes
-from worker.erasure.redis_keys import forget_run_counter
 from worker.manager.conversations import record_conversation
 from worker.manager.cycle import run_manager_cycle
 from worker.reads.context import build_context
@@ -61,18 +64,6 @@ def _sequence_wait_countdown(retries: int) -> float:
     return countdown
 
 
-def _settle_record(deps: WriteDeps, run: Any, seq: Any, outcome: WriteResult) -> None:
-    """The (run, seq) is committed, or refused for good: its client's write record goes.
-    An `error` keeps it, so the redelivery pass delivers the write again."""
-    if deps.records is None or outcome.disposition == Disposition.ERROR:
-        return
-    run_id = run.get("run_id") if isinstance(run, dict) else None
-    if isinstance(run_id, int) and not isinstance(run_id, bool):
-        run_id = str(run_id)  # an integer id means its decimal string
-    if isinstance(run_id, str) and isinstance(seq, int) and not isinstance(seq, bool):
-        deps.records.clear(run_id, seq)
-
-
 # max_retries=None: the only retries are sequence waits, bounded by the gap timeout.
 @app.task(name=task_names.WRITE, bind=True, acks_late=True, reject_on_worker_lost=True,
           max_retries=None)
@@ -81,9 +72,11 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
     """Apply one in-flight memory write. Never raises for bad input: every payload gets a
     disposition, so the rest of its chain still runs. `prev_seq`: the seq of the write before
     it in its run (0: none; absent: seq - 1)."""
+    started = time.monotonic()
+    malformed = take_refusal(unexpected, task_id=self.request.id, task_name=task_names.WRITE)
+    refused = malformed is not None
     # Extra arguments mean a sender we do not understand: refuse the write (in the run's
     # order, when run and seq are usable) rather than guess what it meant.
-    malformed = take_refusal(unexpected, task_id=self.request.id, task_name=task_names.WRITE)
     if malformed is None and (extra or unexpected):
         malformed = "memory.write takes (run, write, seq, prev_seq)"
     deps = get_runtime().write_deps()
@@ -91,29 +84,41 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
         # The head of a chain embeds the whole chain in one batch for the writes after it.
         prefetch_embeddings(deps, [write, *_chained_writes(
             self.request.chain, deps.settings.embedding_prefetch_limit)])
+    cut = False
     try:
         outcome = apply_memory_write(deps, run, write, seq, task_id=self.request.id,
                                      malformed=malformed, prev_payload=prev_seq)
     except SoftTimeLimitExceeded:
-        log.error("memory.write hit its soft time limit")
-        outcome = WriteResult(
-            Disposition.ERROR,
-            "Not saved: the write timed out; nothing was counted and it can be retried.",
-            run.get("run_id") if isinstance(run, dict) else None,
-            seq if isinstance(seq, int) else None,
-        )
+        outcome, cut = timed_out(run, seq), True
     if isinstance(outcome, WaitForSequence):
         raise self.retry(countdown=_sequence_wait_countdown(self.request.retries))
-    _settle_record(deps, run, seq, outcome)
-    if outcome.disposition == Disposition.REJECTED_ERASED and isinstance(run, dict):
-        # A run with no row when its subject was erased still has its counter, whose key
-        # names the run; the erasure could not find it, its first refused write can.
-        forget_run_counter(deps.settings.redis_url, run.get("run_id"))
+    after_write(deps, run, seq, outcome)
+    result = outcome.as_dict()
     continuation = take_over_chain(self.request)
+    parent_id = self.request.id
+    # The writes the chain carries are applied here (worker/app/chain_visit.py); not after a
+    # refused message (a crash loop must not take its chain along) or a timed-out write.
+    if continuation and not refused and not cut:
+        continuation, parent_id = _visit(self, deps, continuation, result, started)
     if continuation:
-        publish_continuation(continuation, parent_id=self.request.id,
+        publish_continuation(continuation, parent_id=parent_id,
                              root_id=self.request.root_id, db=deps.db)
-    return outcome.as_dict()
+    return result
+
+
+def _visit(task: MemoryTask, deps: WriteDeps, chain: list[dict[str, Any]],
+           result: dict[str, Any], started: float) -> tuple[list[dict[str, Any]] | None, str]:
+    request = task.request
+    events = CarriedEvents(app, carried_by=request.id, root_id=request.root_id,
+                           hostname=request.hostname,
+                           resultrepr_maxsize=task.resultrepr_maxsize)
+    try:
+        end = carry_writes(deps, chain, Visit(
+            head_task_id=request.id, head_result=result, backend=task.backend,
+            started=started, erasure_started_us=started_at(request.id), events=events))
+    finally:
+        events.close()
+    return end.rest, end.last_task_id
 
 
 # Like a write: ordered in its run, retried only to wait for its turn, redelivered if its
@@ -145,7 +150,7 @@ def memory_forget_fact(self: MemoryTask, run: Any = None, request: Any = None, s
         )
     if isinstance(outcome, WaitForSequence):
         raise self.retry(countdown=_sequence_wait_countdown(self.request.retries))
-    _settle_record(deps, run, seq, outcome)
+    settle_record(deps, run, seq, outcome)
     return outcome.as_dict()
 
 

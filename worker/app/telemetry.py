@@ -70,6 +70,12 @@ def _task_finished(sender: Any = None, task_id: str | None = None, retval: Any =
     duration = time.monotonic() - began if began is not None else 0.0
     if state != "SUCCESS":
         return  # retries and failures are counted by their own signals
+    observe_task(name, task_id, retval, duration)
+
+
+def observe_task(name: str, task_id: str | None, retval: Any, duration: float) -> None:
+    """A finished memory task's metrics and log line: from `task_postrun`, and for each write
+    a chain visit carries (worker/app/chain_visit.py), which has no task run of its own."""
     try:
         series = metrics.series()
         series.task_seconds.labels(task=name).observe(duration)

@@ -66,7 +66,9 @@ def series() -> SimpleNamespace:
         context_seconds=Histogram("memory_context_build_duration_seconds",
                                   "Time to build one memory context (embedding included).",
                                   buckets=_LATENCY_BUCKETS),
-        task_seconds=Histogram("memory_task_duration_seconds", "Task run time by task name.",
+        task_seconds=Histogram("memory_task_duration_seconds",
+                               "Task run time by task name (a chain visit's head: the whole "
+                               "visit; a carried write: its own).",
                                ["task"], buckets=_PHASE_BUCKETS),
         task_failures=Counter("memory_task_failures", "Tasks that raised, by task name.",
                               ["task"]),

@@ -1,0 +1,211 @@
+"""A chain in one visit: the task that applies a run's write goes on to apply the writes its
+chain carries, instead of publishing the next one behind every other chain's next write.
+
+Each carried write is applied exactly as if it had come as its own message: its own
+transaction, exactly-once per (run, seq) by the write log, under its own task id (the one its
+client waits on). After each one, what the task path does after a write is done here too:
+the client's write record is cleared (`settle_record`), a refused-erased run's counter goes,
+the result is stored under the write's task id and checked against erasures that overlapped
+the visit (worker/app/erased_results.py, with the visit's start as the task's start: the safe
+side), its metrics and log line are recorded (worker/app/telemetry.py) and task events are
+sent for it (`CarriedEvents`: what Flower shows, with `carried_by`).
+
+A visit stops, and its task publishes the rest of the chain as today
+(worker/app/continuations.py), after `chain_visit_max_writes` writes (the first included) or
+once `chain_visit_budget_s` have passed since the task started — so one long chain cannot
+hold a process while other chains wait — and at a step it should not apply here: one that
+is not a `memory.write` as clients send it (a refused or otherwise unusual message gets its
+own delivery and its own disposition), one whose turn has not come (`WaitForSequence`: its
+own message waits), or after a write that hit the soft time limit.
+
+A worker killed mid-visit leaves the head message unacknowledged (acks late): its redelivery
+replays the head and the carried writes from the write log and carries on from the first
+write not applied. Plain Python: callable without a broker (the tests and the task do).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from celery.exceptions import SoftTimeLimitExceeded
+
+from db.enums import Disposition
+from worker.app import task_names
+from worker.app.erased_results import drop_if_erased
+from worker.app.telemetry import observe_task
+from worker.erasure.redis_keys import forget_run_counter
+from worker.writes.apply import WaitForSequence, WriteDeps, WriteResult, apply_memory_write
+
+log = logging.getLogger(__name__)
+
+# The options a client's chain step may carry (worker/client.py, the redelivery pass, the
+# README's wire contract): anything else (a countdown, an expiry, a route, a group or chord)
+# asks for something a visit would not honour, so the step goes as its own message.
+CARRIED_OPTIONS = frozenset({"task_id", "reply_to"})
+
+
+@dataclass(frozen=True)
+class ChainedWrite:
+    """A chain step a visit may apply: `memory.write(run, write, seq, prev_seq)`."""
+
+    task_id: str
+    run: Any
+    write: Any
+    seq: Any
+    prev_seq: Any
+
+    @property
+    def args(self) -> list[Any]:
+        return [self.run, self.write, self.seq, self.prev_seq]
+
+
+def chained_write(step: Any) -> ChainedWrite | None:
+    """The write a chain step carries, if it is one as clients send it; else None."""
+    if not isinstance(step, dict) or step.get("task") != task_names.WRITE:
+        return None
+    args, kwargs, options = step.get("args"), step.get("kwargs"), step.get("options")
+    if not isinstance(args, list | tuple) or len(args) != 4 or kwargs not in (None, {}):
+        return None  # a refused message carries its refusal as a keyword
+    if not isinstance(options, dict) or not set(options) <= CARRIED_OPTIONS:
+        return None
+    if step.get("subtask_type") is not None:
+        return None
+    task_id = options.get("task_id")
+    if not isinstance(task_id, str) or not task_id:
+        return None
+    return ChainedWrite(task_id, *args)
+
+
+def settle_record(deps: WriteDeps, run: Any, seq: Any, outcome: WriteResult) -> None:
+    """The (run, seq) is committed, or refused for good: its client's write record goes.
+    An `error` keeps it, so the redelivery pass delivers the write again."""
+    if deps.records is None or outcome.disposition == Disposition.ERROR:
+        return
+    run_id = run.get("run_id") if isinstance(run, dict) else None
+    if isinstance(run_id, int) and not isinstance(run_id, bool):
+        run_id = str(run_id)  # an integer id means its decimal string
+    if isinstance(run_id, str) and isinstance(seq, int) and not isinstance(seq, bool):
+        deps.records.clear(run_id, seq)
+
+
+def after_write(deps: WriteDeps, run: Any, seq: Any, outcome: WriteResult) -> None:
+    """What follows every applied `memory.write`, carried or not."""
+    settle_record(deps, run, seq, outcome)
+    if outcome.disposition == Disposition.REJECTED_ERASED and isinstance(run, dict):
+        # A run with no row when its subject was erased still has its counter, whose key
+        # names the run; the erasure could not find it, its first refused write can.
+        forget_run_counter(deps.settings.redis_url, run.get("run_id"))
+
+
+def timed_out(run: Any, seq: Any) -> WriteResult:
+    """The answer of a write cut by the soft time limit (not recorded: it can be retried)."""
+    log.error("memory.write hit its soft time limit")
+    return WriteResult(
+        Disposition.ERROR,
+        "Not saved: the write timed out; nothing was counted and it can be retried.",
+        run.get("run_id") if isinstance(run, dict) else None,
+        seq if isinstance(seq, int) else None,
+    )
+
+
+class ResultBackend(Protocol):
+    """What a visit needs of Celery's result backend."""
+
+    def store_result(self, task_id: str, result: Any, state: str) -> Any: ...
+
+    def forget(self, task_id: str) -> None: ...
+
+
+class Events(Protocol):
+    def carried(self, write: ChainedWrite, *, parent_id: str, result: dict[str, Any],
+                runtime_s: float) -> None: ...
+
+
+@dataclass
+class Visit:
+    """One task's visit to its chain: who it is, when it began, where results go."""
+
+    head_task_id: str
+    head_result: dict[str, Any]
+    backend: ResultBackend
+    started: float  # `clock()` when the task began
+    erasure_started_us: int | None = None  # the Redis clock then (erased_results)
+    events: Events | None = None
+    clock: Callable[[], float] = time.monotonic
+    head_stored: bool = False
+
+    def store_head(self) -> None:
+        """The head's result, before the writes after it: its client need not wait for
+        them (Celery stores it again when the task returns, and checks it then)."""
+        if not self.head_stored:
+            self.head_stored = True
+            self.backend.store_result(self.head_task_id, self.head_result, "SUCCESS")
+
+
+@dataclass(frozen=True)
+class VisitEnd:
+    rest: list[dict[str, Any]] | None  # the chain still to publish, next step last
+    last_task_id: str  # the last write applied: the continuation's parent
+    carried: int
+
+
+def carry_writes(deps: WriteDeps, steps: list[dict[str, Any]] | None,
+                 visit: Visit) -> VisitEnd:
+    """Apply the writes `steps` (a chain, next step last) carries after the head, within the
+    bounds; return what is left to publish."""
+    rest = list(steps or [])
+    limit, budget = deps.settings.chain_visit_max_writes, deps.settings.chain_visit_budget_s
+    applied, last = 1, visit.head_task_id
+    while rest and applied < limit and visit.clock() - visit.started < budget:
+        write = chained_write(rest[-1])
+        if write is None:
+            break  # not ours to apply here: it goes as its own message
+        began = time.perf_counter()
+        try:
+            visit.store_head()
+        except Exception:  # Celery stores it again when the task returns
+            log.warning("could not store the result of %s early", visit.head_task_id,
+                        exc_info=True)
+            break
+        cut = False
+        try:
+            outcome = apply_memory_write(deps, write.run, write.write, write.seq,
+                                         task_id=write.task_id, prev_payload=write.prev_seq)
+        except SoftTimeLimitExceeded:
+            outcome, cut = timed_out(write.run, write.seq), True
+        except Exception:  # a bug: its own message will meet it, as without a visit
+            log.exception("carried memory.write %s failed; publishing it", write.task_id)
+            break
+        if isinstance(outcome, WaitForSequence):
+            break  # its own message waits for its turn
+        rest.pop()
+        applied += 1
+        parent, last = last, write.task_id
+        try:
+            _finish(deps, visit, write, outcome, parent, time.perf_counter() - began)
+        except SoftTimeLimitExceeded:
+            log.error("the soft time limit cut a chain visit after %s", write.task_id)
+            break
+        except Exception:  # applied and logged; a waiting client is answered by a replay
+            log.exception("could not store the result of carried write %s", write.task_id)
+            break
+        if cut:
+            break
+    return VisitEnd(rest or None, last, applied - 1)
+
+
+def _finish(deps: WriteDeps, visit: Visit, write: ChainedWrite, outcome: WriteResult,
+            parent_id: str, runtime_s: float) -> None:
+    """After a carried write: what the task path does after a write, and after a task."""
+    after_write(deps, write.run, write.seq, outcome)
+    result = outcome.as_dict()
+    visit.backend.store_result(write.task_id, result, "SUCCESS")
+    drop_if_erased(visit.backend, task_names.WRITE, write.task_id, visit.erasure_started_us,
+                   write.args, result)
+    observe_task(task_names.WRITE, write.task_id, result, runtime_s)
+    if visit.events is not None:
+        visit.events.carried(write, parent_id=parent_id, result=result, runtime_s=runtime_s)
