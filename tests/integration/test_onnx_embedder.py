@@ -138,11 +138,13 @@ _CHILD = textwrap.dedent("""
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_model_loaded_before_a_fork_embeds_in_the_children_without_torch(reference,
-                                                                           threads):
+                                                                           threads, tmp_path):
     texts, expected = reference
     sample = texts[:6]
     env = {**os.environ, "MEMORY_EMBEDDING_THREADS": str(threads),
-           "MEMORY_EMBEDDING_RUNTIME": "onnx"}
+           "MEMORY_EMBEDDING_RUNTIME": "onnx", "HOME": str(tmp_path / "home"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("ORT_DISABLE_TELEMETRY", None)
     done = subprocess.run([sys.executable, "-c", _CHILD, str(threads), json.dumps(sample)],
                           cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
                           timeout=240)
@@ -152,3 +154,6 @@ def test_a_model_loaded_before_a_fork_embeds_in_the_children_without_torch(refer
     for vectors in [*found["children"], found["parent"]]:
         got = np.array(vectors, dtype=np.float32)
         assert _cosines(got, expected[:6]).min() >= COSINE_FLOOR
+    # ONNX Runtime's telemetry is off: no device id written under the home or cache folder.
+    assert not (tmp_path / "home").exists() and not (tmp_path / "cache").exists()
+    assert done.stderr == "", done.stderr

@@ -42,9 +42,18 @@ def load_tokenizer(model_dir: Path, spec: BertSpec) -> Any:
     return tokenizer
 
 
-def session_options(threads: int) -> Any:
+def import_onnxruntime() -> Any:
+    """onnxruntime, its telemetry off: otherwise, from 1.2x on, importing it writes a device
+    id under $XDG_CACHE_HOME (or ~/.cache)/Microsoft/DeveloperTools, and warns on stderr
+    where it cannot. A worker writes only to its data folder and /tmp."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     import onnxruntime
 
+    return onnxruntime
+
+
+def session_options(threads: int) -> Any:
+    onnxruntime = import_onnxruntime()
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -77,7 +86,7 @@ class OnnxEncoder:
         pid = os.getpid()
         if self._session is not None and (self._session_pid == pid or self.threads == 1):
             return self._session
-        import onnxruntime
+        onnxruntime = import_onnxruntime()
 
         if self._model is None:  # a forked child of a single-threaded session never gets here
             raise RuntimeError("the ONNX graph was released before this process needed it")
