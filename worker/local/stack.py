@@ -225,7 +225,7 @@ def run_stack(settings: Settings, data_dir: Path, *, demo: bool, flower: bool) -
         lock.publish({"DATABASE_URL": settings.require_database_url(),
                       "REDIS_URL": settings.require_redis_url()})
 
-        env = {**os.environ, "MEMORY_TORCH_THREADS": os.environ.get("MEMORY_TORCH_THREADS", "1")}
+        env = dict(os.environ)  # one embedding thread per process: the settings' default
         logs = data_dir / "logs"
         children = [
             Child("writes", worker_command(settings.write_queue, settings.worker_concurrency,
