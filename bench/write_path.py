@@ -53,9 +53,10 @@ class WireCounter:
     """Statements and round trips of every psycopg connection of this process.
 
     A statement is one `Cursor.execute`; a round trip is one wait for the server's answer:
-    every `Connection.wait` outside pipeline mode (a statement, COMMIT), and inside one, each
-    sync, fetch or exit (the statements queued before it travel together); plus the BEGIN
-    psycopg sends, and waits for, before the first statement of a transaction."""
+    every `Connection.wait` outside pipeline mode (a statement, a COMMIT or ROLLBACK that has
+    a transaction to end), and inside one, each sync, fetch or exit (the statements queued
+    before it travel together); plus the BEGIN psycopg sends, and waits for, before the first
+    statement of a transaction."""
 
     _PIPELINE_WAITS = frozenset({"_sync_gen", "_exit_gen", "_fetch_gen"})
 
@@ -72,10 +73,12 @@ class WireCounter:
 
         def counting_wait(conn: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
             name = getattr(getattr(gen, "gi_code", None), "co_name", "")
-            if conn._pipeline is None or name in counter._PIPELINE_WAITS:
+            idle = conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            if name in ("_commit_gen", "_rollback_gen"):
+                counter.round_trips += 0 if idle else 1  # nothing is sent outside a transaction
+            elif conn._pipeline is None or name in counter._PIPELINE_WAITS:
                 counter.round_trips += 1
-            if (name.startswith("_execute") and not conn.autocommit
-                    and conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE):
+            if name.startswith("_execute") and not conn.autocommit and idle:
                 counter.round_trips += 1  # the BEGIN psycopg sends first, and waits for
             return wait(conn, gen, *args, **kwargs)
 
