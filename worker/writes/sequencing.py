@@ -11,7 +11,7 @@ Ordering and exactly-once live here, in Postgres:
 * the erasure fence (worker/erasure/fence.py) is checked first, under the same lock (its
   lock is taken with the run's, its fences read with the run's state);
 * the change itself (a `Step`, from the operation), the log row, the applied sequence and the
-  trace step commit together.
+  trace step commit together (a write's note change is made in the statement that records it).
 
 What a step does is the caller's: `worker.writes.apply` runs the guard pipeline,
 `worker.erasure.fact` forgets notes of the run's user.
