@@ -7,12 +7,17 @@ Prints markdown tables (and writes them to bench/results/write_path.md):
   1. a bare psycopg INSERT of one row with its vector (the floor on this machine);
   2. per-write latency of `apply_memory_write` in-process, with and without the embedding;
   3. enqueue -> committed latency and throughput for 1,000 writes over 100 runs through a
-     real Celery worker (prefork, 2 processes) and Redis.
+     real Celery worker (prefork, 2 processes) and Redis;
+  4. statements and round trips to Postgres per write, counted on the client (`WireCounter`).
+
+    --in-process-only        skip the Celery part (3.)
+    --profile FILE           also cProfile the ex-embedding pass into FILE (pstats)
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
 import statistics
 import subprocess
@@ -42,6 +47,57 @@ ATTRIBUTES = [
 VALUES = ["bar", "Lisbon", "green tea", "Japanese", "Tokyo", "Obsidian", "Ajax", "EUR",
           "astronomy", "cactus", "pie", "Berlin", "espresso", "Rust", "Lima", "Notion",
           "Celtic", "USD", "sailing", "bonsai"]
+
+
+class WireCounter:
+    """Statements and round trips of every psycopg connection of this process.
+
+    A statement is one `Cursor.execute`; a round trip is one wait for the server's answer:
+    every `Connection.wait` outside pipeline mode (a statement, a COMMIT or ROLLBACK that has
+    a transaction to end), and inside one, each sync, fetch or exit (the statements queued
+    before it travel together); plus the BEGIN psycopg sends, and waits for, before the first
+    statement of a transaction."""
+
+    _PIPELINE_WAITS = frozenset({"_sync_gen", "_exit_gen", "_fetch_gen"})
+
+    def __init__(self) -> None:
+        self.statements = 0
+        self.round_trips = 0
+        self.installed = False
+        # This process's CPU time per write of the ex-embedding pass (ms): the client's work,
+        # less sensitive than wall time to a busy machine's waits.
+        self.cpu_ms = 0.0
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        counter = self
+        wait, execute = psycopg.Connection.wait, psycopg.Cursor.execute
+
+        def counting_wait(conn: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
+            name = getattr(getattr(gen, "gi_code", None), "co_name", "")
+            idle = conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            if name in ("_commit_gen", "_rollback_gen"):
+                counter.round_trips += 0 if idle else 1  # nothing is sent outside a transaction
+            elif conn._pipeline is None or name in counter._PIPELINE_WAITS:
+                counter.round_trips += 1
+            if name.startswith("_execute") and not conn.autocommit and idle:
+                counter.round_trips += 1  # the BEGIN psycopg sends first, and waits for
+            return wait(conn, gen, *args, **kwargs)
+
+        def counting_execute(cursor: Any, *args: Any, **kwargs: Any) -> Any:
+            counter.statements += 1
+            return execute(cursor, *args, **kwargs)
+
+        psycopg.Connection.wait = counting_wait  # type: ignore[method-assign]
+        psycopg.Cursor.execute = counting_execute  # type: ignore[method-assign]
+        self.installed = True
+
+    def snapshot(self) -> tuple[int, int]:
+        return self.statements, self.round_trips
+
+
+WIRE = WireCounter()
 
 
 def facts(count: int, salt: str) -> list[str]:
@@ -79,11 +135,14 @@ def reset(database_url: str) -> None:
         conn.execute("TRUNCATE trace_events, write_log, runs, notes, agents CASCADE")
 
 
-def bare_insert(database_url: str, n: int) -> list[float]:
+def bare_insert(database_url: str, n: int) -> tuple[list[float], tuple[float, float]]:
+    """The floor: one row with its vector per transaction. Also its statements and round trips
+    per row."""
     vectors = np.random.default_rng(1).standard_normal((n, 384)).astype(np.float32)
     timings = []
     with psycopg.connect(database_url) as conn:
         register_vector(conn)
+        before = WIRE.snapshot()
         for i in range(n):
             started = time.perf_counter()
             conn.execute(
@@ -93,10 +152,18 @@ def bare_insert(database_url: str, n: int) -> list[float]:
             )
             conn.commit()
             timings.append((time.perf_counter() - started) * 1000)
-    return timings
+        after = WIRE.snapshot()
+    return timings, per_write(before, after, n)
 
 
-def in_process(database_url: str, runs: int, per_run: int) -> tuple[list[float], list[float]]:
+def per_write(before: tuple[int, int], after: tuple[int, int], n: int) -> tuple[float, float]:
+    return (after[0] - before[0]) / n, (after[1] - before[1]) / n
+
+
+def in_process(database_url: str, runs: int, per_run: int, profile: Path | None = None,
+               ) -> tuple[list[float], list[float], tuple[float, float]]:
+    """Per-write latency with and without the embedding, and the statements and round trips
+    per write of the ex-embedding pass."""
     from db.connector import get_database
     from worker.embeddings import CachedEmbedder, get_embedder
     from worker.settings import get_settings
@@ -107,7 +174,7 @@ def in_process(database_url: str, runs: int, per_run: int) -> tuple[list[float],
     inner = model.inner if isinstance(model, CachedEmbedder) else model
     db = get_database(database_url)
 
-    def play(embedder, salt: str) -> list[float]:
+    def play(embedder: Any, salt: str, profiler: cProfile.Profile | None = None) -> list[float]:
         deps = WriteDeps(db=db, settings=settings, embedder=embedder)
         texts = facts(runs * per_run, salt)
         timings = []
@@ -116,10 +183,14 @@ def in_process(database_url: str, runs: int, per_run: int) -> tuple[list[float],
                    "company_id": "c1"}
             for s in range(per_run):
                 text = texts[r * per_run + s]
+                if profiler is not None:
+                    profiler.enable()
                 started = time.perf_counter()
                 result = apply_memory_write(deps, run, {"note": text, "type": "Context"}, s + 1)
                 timings.append((time.perf_counter() - started) * 1000)
-                assert isinstance(result, WriteResult) and result.disposition != "error"
+                if profiler is not None:
+                    profiler.disable()
+                assert isinstance(result, WriteResult) and result.disposition != "error", result
         return timings
 
     play(CachedEmbedder(inner, 100_000), "warmup")  # plans, pools, model
@@ -127,8 +198,16 @@ def in_process(database_url: str, runs: int, per_run: int) -> tuple[list[float],
     # Ex-embedding: the same pipeline with every vector already computed (batched up front).
     warm = CachedEmbedder(inner, 100_000)
     warm.embed(facts(runs * per_run, "warm"))
+    before, cpu = WIRE.snapshot(), time.process_time()
     ex_embedding = play(warm, "warm")
-    return with_embedding, ex_embedding
+    WIRE.cpu_ms = (time.process_time() - cpu) * 1000 / len(ex_embedding)
+    wire = per_write(before, WIRE.snapshot(), len(ex_embedding))
+    if profile is not None:
+        warm.embed(facts(runs * per_run, "profiled"))
+        profiler = cProfile.Profile()
+        play(warm, "profiled", profiler)
+        profiler.dump_stats(str(profile))
+    return with_embedding, ex_embedding, wire
 
 
 def start_warm_worker(database_url: str, concurrency: int, log_path: Path,
@@ -224,12 +303,17 @@ def through_celery(database_url: str, runs: int, per_run: int, concurrency: int,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--per-run", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=3)
+    parser.add_argument("--in-process-only", action="store_true",
+                        help="skip the run through Celery")
+    parser.add_argument("--profile", type=Path, help="cProfile the ex-embedding pass here")
     args = parser.parse_args()
 
+    WIRE.install()
     data_dir = Path(tempfile.mkdtemp(prefix="memory-bench-"))
     database_url, _redis_url, stack = start_services(data_dir)
     try:
@@ -239,22 +323,27 @@ def main() -> None:
         reset(database_url)
         lines = ["| measurement | n | p50 ms | p95 ms | mean ms | notes |",
                  "|---|---|---|---|---|---|"]
-        lines.append(row("bare psycopg INSERT + vector (binary), autocommit per row",
-                         bare_insert(database_url, 1000), "floor"))
+        floor, floor_wire = bare_insert(database_url, 1000)
+        lines.append(row("bare psycopg INSERT + vector (binary), autocommit per row", floor,
+                         f"floor; {wire_note(floor_wire)}"))
         reset(database_url)
         pipeline_runs = max(1, args.runs // 2)
-        with_embedding, ex_embedding = in_process(database_url, pipeline_runs, args.per_run)
+        with_embedding, ex_embedding, wire = in_process(database_url, pipeline_runs,
+                                                        args.per_run, args.profile)
         lines.append(row("guard pipeline in-process, ex-embedding", ex_embedding,
-                         "locks, replay check, neighbours, insert, log"))
+                         f"{wire_note(wire)}; client CPU {WIRE.cpu_ms:.2f} ms per write; "
+                         f"{pct(ex_embedding, 0.5) / pct(floor, 0.5):.1f}x the floor's p50"))
         lines.append(row("guard pipeline in-process, with MiniLM embedding", with_embedding,
                          "one sentence per call"))
-        single, latencies, throughput = through_celery(database_url, args.runs, args.per_run,
-                                                       args.concurrency, data_dir)
-        lines.append(row("enqueue -> result via Celery, one write at a time (unloaded)", single,
-                         "includes embedding one sentence"))
-        lines.append(row(f"enqueue -> committed via Celery ({args.runs} runs x "
-                         f"{args.per_run} writes, prefork -c {args.concurrency})", latencies,
-                         f"throughput {throughput:.0f} writes/s"))
+        if not args.in_process_only:
+            single, latencies, throughput = through_celery(database_url, args.runs,
+                                                           args.per_run, args.concurrency,
+                                                           data_dir)
+            lines.append(row("enqueue -> result via Celery, one write at a time (unloaded)",
+                             single, "includes embedding one sentence"))
+            lines.append(row(f"enqueue -> committed via Celery ({args.runs} runs x "
+                             f"{args.per_run} writes, prefork -c {args.concurrency})",
+                             latencies, f"throughput {throughput:.0f} writes/s"))
         table = "\n".join(lines)
         print(table)
         out = ROOT / "bench" / "results"
@@ -262,6 +351,10 @@ def main() -> None:
         (out / "write_path.md").write_text(table + "\n")
     finally:
         stack.stop()  # type: ignore[attr-defined]
+
+
+def wire_note(wire: tuple[float, float]) -> str:
+    return f"{wire[0]:.2f} statements, {wire[1]:.2f} round trips per write"
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from functools import lru_cache
 from importlib import resources
 
 _WHITESPACE = re.compile(r"\s+")
@@ -154,6 +155,7 @@ def fold_for_matching(text: str) -> str:
     return _WHITESPACE.sub(" ", latin).strip()
 
 
+@lru_cache(maxsize=1024)  # pure; the write path asks it twice per note
 def matching_forms(text: str) -> tuple[str, ...]:
     """The forms of `text` the admission patterns are matched against, always three: the
     folded text, the same with spaced-out letters rejoined, and that with leetspeak digits

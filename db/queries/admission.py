@@ -36,12 +36,17 @@ def earlier_duplicate_write(conn: Connection, run_id: str, fingerprint: str) -> 
 
 # A user or company this system holds memory for, among the ids a note names (principals,
 # registered by triggers on runs and conversations). Users first: the likelier meaning.
-_KNOWN_PRINCIPAL = text("""
+# The write path asks it with its run's state (db/queries/runs.py), with its own parameter.
+def known_principal_sql(ids_param: str) -> str:
+    return f"""
 SELECT kind FROM principals
-WHERE folded_id = ANY(SELECT lower(x) FROM unnest(CAST(:ids AS text[])) AS x)
+WHERE folded_id = ANY(SELECT lower(x) FROM unnest(CAST(:{ids_param} AS text[])) AS x)
 ORDER BY kind DESC
 LIMIT 1
-""")
+"""  # noqa: S608 - a parameter name of ours only
+
+
+_KNOWN_PRINCIPAL = text(known_principal_sql("ids"))
 
 
 def known_principal(conn: Connection, ids: list[str]) -> str | None:

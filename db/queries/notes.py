@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection, text
@@ -130,7 +131,10 @@ def scope_neighbours(
 
 # --- note changes ---------------------------------------------------------------------------
 
-_INSERT_NOTE = text("""
+# Each is also run as the first part of the statement that records the write that made it
+# (db/queries/runs.py: `record_write` with a `NoteChange`), so that the note change, the
+# write log, the run's sequence and the trace step are one statement, one round trip.
+INSERT_NOTE_SQL = """
 INSERT INTO notes (id, agent_id, user_id, company_id, primary_scope_entity,
     primary_scope_record_id, secondary_scopes, type, note, content_hash, status, author_type,
     protection_tier, access_count, last_accessed_at, expires_at, embedding, embedding_model,
@@ -142,18 +146,38 @@ VALUES (:id, :scope_agent_id, :scope_user_id, :scope_company_id, :scope_entity,
     :embedding_model, :source_conversation_id, :source_conversation_detail_id,
     :source_agent_run_id, :confidence, :corrects_note_id, :hardened_at, :hardened_at,
     :now, :now, :now)
-""")
+"""
 
-_SUPERSEDE_OWN = text("""
+SUPERSEDE_OWN_SQL = """
 UPDATE notes SET note = :note, type = :type, content_hash = :content_hash,
     embedding = :embedding, embedding_model = :embedding_model, updated_at = :now
 WHERE id = :id
-""")
+"""
 
-_REINFORCE = text("""
+REINFORCE_SQL = """
 UPDATE notes SET access_count = access_count + 1, last_accessed_at = :now, updated_at = :now
 WHERE id = :id
-""")
+"""
+
+# kind -> statement; the parameters of each are `NoteChange.params`.
+NOTE_CHANGE_SQL = {"insert": INSERT_NOTE_SQL, "supersede": SUPERSEDE_OWN_SQL,
+                   "reinforce": REINFORCE_SQL}
+_NOTE_CHANGES = {kind: text(sql) for kind, sql in NOTE_CHANGE_SQL.items()}
+
+
+@dataclass(frozen=True)
+class NoteChange:
+    """One note change of the write path, not yet made: `apply_note_change` makes it alone,
+    `record_write` (db/queries/runs.py) in the statement that records its write."""
+
+    kind: str  # a key of NOTE_CHANGE_SQL
+    note_id: uuid.UUID
+    params: dict[str, Any]
+    now: datetime
+
+
+def apply_note_change(conn: Connection, change: NoteChange) -> None:
+    conn.execute(_NOTE_CHANGES[change.kind], change.params)
 
 
 @dataclass(frozen=True)
@@ -179,9 +203,10 @@ class NewNote:
     hardened: bool = False
 
 
-def insert_note(conn: Connection, note: NewNote, now: datetime) -> uuid.UUID:
+def new_note_change(note: NewNote, now: datetime) -> NoteChange:
+    """Inserting `note` (its id is made here)."""
     note_id = uuid.uuid4()
-    conn.execute(_INSERT_NOTE, {
+    return NoteChange("insert", note_id, {
         **note.scope.sql_params(),
         "id": note_id,
         "type": note.type,
@@ -202,21 +227,41 @@ def insert_note(conn: Connection, note: NewNote, now: datetime) -> uuid.UUID:
         "last_accessed_at": now if note.first_access else None,
         "hardened_at": now if note.hardened else None,
         "now": now,
-    })
-    return note_id
+    }, now)
+
+
+def supersede_own_change(
+    note_id: uuid.UUID, *, note: str, type: str, content_hash: str,
+    embedding: np.ndarray | None, embedding_model: str | None, now: datetime,
+) -> NoteChange:
+    """A run's own note taking the text (and vector) of the write that replaces it."""
+    return NoteChange("supersede", note_id, {
+        "id": note_id, "note": note, "type": type, "content_hash": content_hash,
+        "embedding": embedding,
+        "embedding_model": embedding_model if embedding is not None else None,
+        "now": now,
+    }, now)
+
+
+def reinforce_change(note_id: uuid.UUID, now: datetime) -> NoteChange:
+    """A note restated exactly: one more access."""
+    return NoteChange("reinforce", note_id, {"id": note_id, "now": now}, now)
+
+
+def insert_note(conn: Connection, note: NewNote, now: datetime) -> uuid.UUID:
+    change = new_note_change(note, now)
+    apply_note_change(conn, change)
+    return change.note_id
 
 
 def supersede_own_note(
     conn: Connection, note_id: uuid.UUID, *, note: str, type: str, content_hash: str,
     embedding: np.ndarray | None, embedding_model: str | None, now: datetime,
 ) -> None:
-    conn.execute(_SUPERSEDE_OWN, {
-        "id": note_id, "note": note, "type": type, "content_hash": content_hash,
-        "embedding": embedding,
-        "embedding_model": embedding_model if embedding is not None else None,
-        "now": now,
-    })
+    apply_note_change(conn, supersede_own_change(
+        note_id, note=note, type=type, content_hash=content_hash, embedding=embedding,
+        embedding_model=embedding_model, now=now))
 
 
 def reinforce_note(conn: Connection, note_id: uuid.UUID, now: datetime) -> None:
-    conn.execute(_REINFORCE, {"id": note_id, "now": now})
+    apply_note_change(conn, reinforce_change(note_id, now))

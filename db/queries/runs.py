@@ -5,25 +5,39 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, text
 
+from db.queries.admission import known_principal_sql
 from db.queries.agents import json_or_none
+from db.queries.fences import FENCES_OF_SQL, LOCK_FENCE_SHARED_SQL, fence_rows
+from db.queries.notes import NOTE_CHANGE_SQL, NoteChange
 
 # --- runs and sequencing ------------------------------------------------------------------
 
-# Serializes all writes of one run, across every worker process; released at commit.
-_LOCK_RUN = text("SELECT pg_advisory_xact_lock(hashtextextended('memory.run:' || :run_id, 0))")
+# Serializes all writes of one run, across every worker process; released at commit. Then
+# the erasure fence lock, shared (worker/erasure/fence.py): one statement, in that order.
+_LOCK_RUN = text(
+    "SELECT pg_advisory_xact_lock(hashtextextended('memory.run:' || :run_id, 0)), "
+    f"{LOCK_FENCE_SHARED_SQL}"
+)
 
-# One round trip for everything the write path needs before its guards run. Must be a
-# separate statement from the lock: in READ COMMITTED a statement's snapshot is taken when
-# it starts, so reading in the locking statement could miss the previous holder's commit.
-_WRITE_STATE = text("""
+# One round trip for everything the write path needs before its guards run, the fences of
+# its run's subjects (:fence_hashes) and when its run began included, and the principals
+# its note's id-like words name, if any (up to two lists, :principal_ids_N; admission's
+# foreign-identity check, worker/writes/admission/screening.py). Must be a separate
+# statement from the locks: in READ COMMITTED a statement's snapshot is taken when it starts,
+# so reading in the locking statement could miss the previous holder's commit (or a fence).
+_WRITE_STATE = text(f"""
 SELECT r.applied_seq, r.persisted_count, r.admitted_count, r.context_digest,
        r.gap_wait_started_at, (r.run_id IS NOT NULL) AS run_exists,
+       r.created_at AS run_created_at,
+       fences.fence_hashes, fences.fence_erased_at, fences.fence_seq_floors,
+       ({known_principal_sql("principal_ids_0")}) AS principal_0,
+       ({known_principal_sql("principal_ids_1")}) AS principal_1,
        w.payload_digest AS log_digest, w.disposition AS log_disposition,
        w.note_id AS log_note_id, w.reason AS log_reason, w.final_scope AS log_final_scope,
        w.duration_ms AS log_duration_ms, w.reason_code AS log_reason_code,
@@ -32,11 +46,11 @@ SELECT r.applied_seq, r.persisted_count, r.admitted_count, r.context_digest,
        a.max_notes_to_inject, a.note_injection_strategy, a.inject_examples,
        a.max_examples_to_inject, a.example_injection_strategy, a.per_run_cap,
        a.reranker_config, a.scope_config, a.auto_archive_enabled, a.memory_policy
-FROM (SELECT 1) AS one
+FROM ({FENCES_OF_SQL}) AS fences
 LEFT JOIN runs r ON r.run_id = :run_id
 LEFT JOIN write_log w ON w.run_id = :run_id AND w.seq = :seq
 LEFT JOIN agents a ON a.agent_id = :agent_id
-""")
+""")  # noqa: S608 - constant fragments only
 
 _INSERT_RUN = text("""
 INSERT INTO runs (run_id, agent_id, user_id, company_id, conversation_id,
@@ -70,16 +84,34 @@ class WriteState:
     gap_wait_started_at: datetime | None
     logged: dict[str, Any] | None
     agent_row: dict[str, Any] | None
+    # The erasure fences of the run's subjects (subject_hash, erased_at, seq_floor) and when
+    # the run began (its row's created_at; None before its first write).
+    fences: tuple[dict[str, Any], ...] = ()
+    run_created_at: datetime | None = None
+    # The known principal's kind (or None) for each list of ids asked with the state.
+    principals: dict[tuple[str, ...], str | None] = field(default_factory=dict)
 
 
 def lock_run(conn: Connection, run_id: str) -> None:
+    """The run's lock, then the erasure fence lock shared."""
     conn.execute(_LOCK_RUN, {"run_id": run_id})
 
 
-def load_write_state(conn: Connection, run_id: str, seq: int, agent_id: str) -> WriteState:
-    row = conn.execute(
-        _WRITE_STATE, {"run_id": run_id, "seq": seq, "agent_id": agent_id}
-    ).mappings().one()
+PRINCIPAL_PROBES = 2
+
+
+def load_write_state(conn: Connection, run_id: str, seq: int, agent_id: str,
+                     fence_hashes: list[str],
+                     principal_probes: tuple[tuple[str, ...], ...] = ()) -> WriteState:
+    """Call after `lock_run`, in a statement of its own. `principal_probes`: at most
+    `PRINCIPAL_PROBES` lists of ids whose known principal to look up (`known_principal`)."""
+    assert len(principal_probes) <= PRINCIPAL_PROBES
+    probes = list(principal_probes) + [None] * (PRINCIPAL_PROBES - len(principal_probes))
+    row = conn.execute(_WRITE_STATE, {
+        "run_id": run_id, "seq": seq, "agent_id": agent_id, "fence_hashes": fence_hashes,
+        **{f"principal_ids_{i}": None if ids is None else list(ids)
+           for i, ids in enumerate(probes)},
+    }).mappings().one()
     logged = None
     if row["log_disposition"] is not None:
         logged = {
@@ -105,12 +137,17 @@ def load_write_state(conn: Connection, run_id: str, seq: int, agent_id: str) -> 
         gap_wait_started_at=row["gap_wait_started_at"],
         logged=logged,
         agent_row=agent_row,
+        fences=tuple(fence_rows(row)),
+        run_created_at=row["run_created_at"],
+        principals={ids: row[f"principal_{i}"] for i, ids in enumerate(principal_probes)},
     )
 
 
 _NON_AGENT_STATE = frozenset({
     "applied_seq", "persisted_count", "admitted_count", "context_digest", "gap_wait_started_at",
-    "run_exists", "log_digest", "log_disposition", "log_note_id", "log_reason",
+    "run_exists", "run_created_at", "fence_hashes", "fence_erased_at", "fence_seq_floors",
+    "principal_0", "principal_1",
+    "log_digest", "log_disposition", "log_note_id", "log_reason",
     "log_final_scope", "log_duration_ms", "log_reason_code", "log_candidate_id",
 })
 
@@ -165,8 +202,8 @@ def written_after(conn: Connection, run_id: str, seq: int) -> dict[uuid.UUID, in
 
 # The idempotency record, the run's applied sequence and the trace step commit together, in
 # the same transaction as the note change they describe.
-_RECORD_WRITE = text("""
-WITH logged AS (
+_RECORD_TAIL = """
+logged AS (
     INSERT INTO write_log (run_id, seq, payload_digest, disposition, note_id, reason,
         final_scope, duration_ms, task_id, applied_at, reason_code, candidate_id,
         admission_fingerprint)
@@ -196,7 +233,15 @@ INSERT INTO trace_events (event, run_id, seq, agent_id, disposition, note_id, re
 SELECT :event, :run_id, :seq, :agent_id, :disposition, :note_id, :reason,
     CAST(:detail AS jsonb), :duration_ms, :now
 FROM logged, advanced
-""")
+"""
+_RECORD_WRITE = text("WITH " + _RECORD_TAIL)
+# ... with the note change the write made, in the same statement (one round trip). The change
+# is not read by the rest: every part of a statement with data-modifying CTEs runs once, on
+# one snapshot, and write_log's reference to the new note is checked at its end.
+_RECORD_WRITE_WITH = {
+    kind: text(f"WITH changed AS ({sql.strip()}\nRETURNING id),{_RECORD_TAIL}")
+    for kind, sql in NOTE_CHANGE_SQL.items()
+}
 
 _INSERT_TRACE = text("""
 INSERT INTO trace_events (event, run_id, seq, agent_id, disposition, note_id, reason, detail,
@@ -229,8 +274,11 @@ class WriteRecord:
     admitted_increment: int = 0
 
 
-def record_write(conn: Connection, record: WriteRecord, now: datetime) -> None:
-    conn.execute(_RECORD_WRITE, {
+def record_write(conn: Connection, record: WriteRecord, now: datetime,
+                 change: NoteChange | None = None) -> None:
+    """Record a write's outcome; `change`: the note change it made, not yet applied, made
+    in the same statement."""
+    params = {
         "run_id": record.run_id,
         "seq": record.seq,
         "agent_id": record.agent_id,
@@ -249,7 +297,13 @@ def record_write(conn: Connection, record: WriteRecord, now: datetime) -> None:
         "admission_fingerprint": record.admission_fingerprint,
         "admitted_increment": record.admitted_increment,
         "now": now,
-    })
+    }
+    if change is None:
+        conn.execute(_RECORD_WRITE, params)
+        return
+    if change.now != now or set(change.params) & set(params) - {"now"}:
+        raise ValueError("a note change recorded with its write shares only its time")
+    conn.execute(_RECORD_WRITE_WITH[change.kind], {**change.params, **params})
 
 
 def insert_trace(

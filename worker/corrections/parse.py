@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import takewhile
 
 from worker.corrections import lexicon, patterns, vocabulary
@@ -79,11 +79,13 @@ class Note:
     # runs Postgres 14", "Staging was upgraded to ..."): "" for the user, a person or none.
     lead: str = ""
 
-    @property
+    # Computed once per note (the rules ask for them many times per pair, and parsed notes
+    # are cached): a frozen dataclass's fields never change, so neither do these.
+    @cached_property
     def content(self) -> frozenset[str]:
         return frozenset(filter(is_content, self.tokens))
 
-    @property
+    @cached_property
     def pro(self) -> frozenset[str]:
         """What the note speaks for: its content, less what it is against and what both sides
         of its comparison share ("charts" in "bar charts over pie charts")."""

@@ -21,17 +21,14 @@ refused; one with no row is refused while the fence is younger than `UNDATED_WIN
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Connection
 
-from db.queries.fences import (
-    conversation_began_at,
-    fences_for,
-    lock_fences_shared,
-    run_began_at,
-)
+from db.queries.fences import conversation_began_at, fences_for, lock_fences_shared
 from worker.erasure.subject import fence_hashes
 
 # 10**15 µs after the epoch is 2001-09-09: every seq of the reservation script is above it,
@@ -64,10 +61,13 @@ class Fence:
     seq_floor: int
 
 
+def _as_fences(rows: Iterable[dict[str, Any]]) -> list[Fence]:
+    return [Fence(f["subject_hash"], f["erased_at"], int(f["seq_floor"])) for f in rows]
+
+
 def _fences(conn: Connection, hashes: list[str]) -> list[Fence]:
     lock_fences_shared(conn)
-    return [Fence(f["subject_hash"], f["erased_at"], int(f["seq_floor"]))
-            for f in fences_for(conn, hashes)]
+    return _as_fences(fences_for(conn, hashes))
 
 
 def _refusing(fences: list[Fence], began: datetime | None, now: datetime,
@@ -86,14 +86,21 @@ def _refusing(fences: list[Fence], began: datetime | None, now: datetime,
     return None
 
 
-def write_fence(conn: Connection, *, run_id: str, agent_id: str, user_id: str | None,
-                company_id: str | None, conversation_id: str | None, seq: int,
+def write_fence_hashes(*, agent_id: str, user_id: str | None, company_id: str | None,
+                       conversation_id: str | None) -> list[str]:
+    """The subject hashes whose fences a write of this run answers to."""
+    return fence_hashes(agent_id, user_id, company_id, conversation_id)
+
+
+def write_fence(fences: Iterable[dict[str, Any]], *, run_began: datetime | None, seq: int,
                 now: datetime) -> Fence | None:
-    """The fence that refuses this write, or None. Call under the run's lock."""
-    fences = _fences(conn, fence_hashes(agent_id, user_id, company_id, conversation_id))
-    if not fences:
+    """The fence that refuses this write, or None: from the fences of `write_fence_hashes`
+    and when its run began (None: no row yet), both read under the run's lock and the fence
+    lock (db/queries/runs.py reads them with the run's state)."""
+    found = _as_fences(fences)
+    if not found:
         return None
-    return _refusing(fences, run_began_at(conn, run_id), now, seq)
+    return _refusing(found, run_began, now, seq)
 
 
 def conversation_fence(conn: Connection, *, conversation_id: str, agent_id: str | None,

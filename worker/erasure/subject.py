@@ -17,6 +17,7 @@ import hmac
 import json
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 SUBJECT_KINDS = ("user", "company", "agent", "conversation")
@@ -35,8 +36,13 @@ def _hash_key() -> bytes:
 def subject_hash(kind: str, subject_id: str, agent_id: str | None = None,
                  company_id: str | None = None) -> str:
     """The keyed hash of a subject's identity: what fences and audit records hold."""
+    return _keyed_hash(_hash_key(), kind, subject_id, agent_id, company_id)
+
+
+def _keyed_hash(key: bytes, kind: str, subject_id: str, agent_id: str | None,
+                company_id: str | None) -> str:
     raw = json.dumps([kind, subject_id, agent_id, company_id], ensure_ascii=False)
-    return hmac.new(_hash_key(), raw.encode("utf-8"), hashlib.sha256).hexdigest()
+    return hmac.new(key, raw.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 MAX_ID_LENGTH = 200
@@ -108,8 +114,16 @@ def fence_hashes(agent_id: str | None, user_id: str | None, company_id: str | No
                  conversation_id: str | None) -> list[str]:
     """Every subject whose erasure covers data of this identity: the user (alone and
     narrowed each way), the company, the agent, the conversation."""
-    return [subject_hash(*identity) for identity in
-            _fence_identities(agent_id, user_id, company_id, conversation_id)]
+    return list(_fence_hashes(_hash_key(), agent_id, user_id, company_id, conversation_id))
+
+
+# Every write computes its run's: an HMAC is a pure function of the key and the ids, so the
+# answers are kept per process (keyed by the key too: a changed key gives new hashes).
+@lru_cache(maxsize=4096)
+def _fence_hashes(key: bytes, agent_id: str | None, user_id: str | None,
+                  company_id: str | None, conversation_id: str | None) -> tuple[str, ...]:
+    return tuple(_keyed_hash(key, *identity) for identity in
+                 _fence_identities(agent_id, user_id, company_id, conversation_id))
 
 
 def fence_subjects(agent_id: str | None, user_id: str | None, company_id: str | None,

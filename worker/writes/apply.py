@@ -20,7 +20,7 @@ from db.enums import Disposition
 from db.queries.runs import WriteState, written_after
 from worker.agents import config_from_row
 from worker.embeddings import EmbeddingError
-from worker.writes.admission import TraceEventName, resolve_policy
+from worker.writes.admission import TraceEventName, principal_probes, resolve_policy
 from worker.writes.attempt import Embedding, Outcome, WriteAttempt, embeddable_text
 from worker.writes.operation import (
     Clock,
@@ -60,9 +60,6 @@ def _event_for(disposition: str) -> str:
         return TraceEventName.PROMOTION_REQUIRED
     return TraceEventName.WRITE_SKIP
 
-
-def _embed(deps: WriteDeps, request: WriteRequest) -> Embedding:
-    return embed_text(deps, embeddable_text(request, deps.settings.max_note_length))
 
 
 def embed_text(deps: WriteDeps, text: str | None) -> Embedding:
@@ -122,15 +119,18 @@ def apply_memory_write(
         malformed = NON_FINITE.format(where="write")
     request = Invalid(malformed) if malformed else parse_write(write_payload)
     digest = payload_digest(run_payload, write_payload)
-    embedding = (
-        _embed(deps, request) if isinstance(request, WriteRequest) else Embedding(None, None)
-    )
+    text = (embeddable_text(request, deps.settings.max_note_length)
+            if isinstance(request, WriteRequest) else None)
+    embedding = embed_text(deps, text) if text is not None else Embedding(None, None)
+    # The principals the note's id-like words may name: asked with the run's state.
+    probes = (() if text is None else
+              principal_probes(text, user_id=run.user_id, company_id=run.company_id))
 
     def guarded_write(conn: Connection, state: WriteState, now: datetime) -> Step:
         return _guarded_write(conn, deps, run, request, seq, state, embedding, now)
 
     return apply_in_order(deps, run, seq, prev, digest, guarded_write, task_id=task_id,
-                          started=started)
+                          started=started, principal_probes=probes)
 
 
 def _guarded_write(conn: Connection, deps: WriteDeps, run: RunContext,
@@ -155,6 +155,8 @@ def _guarded_write(conn: Connection, deps: WriteDeps, run: RunContext,
         admitted_count=state.admitted_count,
         embed=lambda text: embed_text(deps, text),
         newer_changes=(written_after(conn, run.run_id, seq) if arrived_late(state, seq) else {}),
+        known_principals=state.principals,
+        defer_note_change=True,
     )
     outcome = run_guards(attempt)
     detail = {**outcome.detail, **attempt.hook_detail}
@@ -172,4 +174,5 @@ def _guarded_write(conn: Connection, deps: WriteDeps, run: RunContext,
         admission_fingerprint=attempt.fingerprint if attempt.admitted else None,
         admitted_increment=1 if attempt.admitted else 0,
         events=tuple(attempt.events),
+        note_change=attempt.note_change,
     )

@@ -18,7 +18,7 @@ import numpy as np
 from sqlalchemy import Connection
 
 from db.enums import IN_FLIGHT_NOTE_TYPES, Disposition
-from db.queries.notes import ScopeNeighbours
+from db.queries.notes import NoteChange, ScopeNeighbours
 from db.scope import SCOPE_HINTS, NoteScope
 from worker.agents import AgentConfig
 from worker.writes.admission import MemoryPolicy, TraceEvent
@@ -70,6 +70,9 @@ class WriteAttempt:
     admitted_count: int = 0
     # Embeds a text the admission hooks rewrote (the prefetched vector is of the original).
     embed: Callable[[str], Embedding] | None = None
+    # Principal lookups already answered with the run's state (ids -> kind or None); others
+    # (a rewritten text's) are asked on the attempt's connection.
+    known_principals: dict[tuple[str, ...], str | None] = field(default_factory=dict)
     # Filled in by the guards as they pass the write along.
     text: str = ""
     note_type: str = ""
@@ -92,6 +95,11 @@ class WriteAttempt:
     fingerprint: str | None = None
     events: list[TraceEvent] = field(default_factory=list)
     hook_detail: dict[str, Any] = field(default_factory=dict)
+    # The note change the guards decided on (insert, supersede, reinforce). Made at once
+    # unless `defer_note_change`: the write path makes it in the statement recording the
+    # write (worker/writes/sequencing.py), one round trip for both.
+    defer_note_change: bool = False
+    note_change: NoteChange | None = None
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from db.connector import Database
+from db.queries.notes import NoteChange
 from db.queries.runs import WriteState
 from worker.delivery.records import WriteRecords
 from worker.embeddings import Embedder
@@ -121,6 +122,8 @@ class Step:
     events: tuple[TraceEvent, ...] = ()
     forgotten: list[dict[str, Any]] | None = None
     forgotten_candidates: list[dict[str, Any]] | None = None
+    # A note change the operation decided on but left to be made with its record.
+    note_change: NoteChange | None = None
 
 
 # Called under the run's lock once the operation's turn has come; its changes commit with

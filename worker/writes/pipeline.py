@@ -17,11 +17,13 @@ from collections.abc import Sequence
 from db.enums import AuthorType, Disposition, NoteStatus, ProtectionTier
 from db.queries.notes import (
     NewNote,
-    insert_note,
+    NoteChange,
+    apply_note_change,
     lock_scope,
-    reinforce_note,
+    new_note_change,
+    reinforce_change,
     scope_neighbours,
-    supersede_own_note,
+    supersede_own_change,
 )
 from worker.corrections import classify, supersedes
 from worker.normalize import content_hash
@@ -177,15 +179,24 @@ def per_run_cap(attempt: WriteAttempt) -> Outcome | None:
     )
 
 
+def change_note(attempt: WriteAttempt, change: NoteChange) -> None:
+    """The note change a guard decided on: made now, or, when the attempt defers it, handed
+    to the write's record (one statement with it: worker/writes/sequencing.py)."""
+    if attempt.defer_note_change:
+        attempt.note_change = change
+    else:
+        apply_note_change(attempt.conn, change)
+
+
 def near_duplicate(attempt: WriteAttempt) -> Outcome | None:
     assert attempt.neighbours is not None
     own = attempt.replaces_own
     if own is not None:
-        supersede_own_note(
-            attempt.conn, own.note_id, note=attempt.text, type=attempt.note_type,
+        change_note(attempt, supersede_own_change(
+            own.note_id, note=attempt.text, type=attempt.note_type,
             content_hash=attempt.content_hash, embedding=attempt.embedding.vector,
             embedding_model=attempt.embedding.model, now=attempt.now,
-        )
+        ))
         return Outcome(
             Disposition.SUPERSEDED_OWN,
             f"Updated the note saved earlier in this run ({own.relation}); the newest "
@@ -194,7 +205,7 @@ def near_duplicate(attempt: WriteAttempt) -> Outcome | None:
         )
     exact = attempt.neighbours.exact
     if exact is not None:
-        reinforce_note(attempt.conn, exact.note_id, attempt.now)
+        change_note(attempt, reinforce_change(exact.note_id, attempt.now))
         return Outcome(
             Disposition.DEDUPED,
             "Already remembered: an existing note says exactly this, and it was reinforced.",
@@ -205,8 +216,7 @@ def near_duplicate(attempt: WriteAttempt) -> Outcome | None:
 
 def persist_provisional(attempt: WriteAttempt) -> Outcome:
     assert attempt.scope is not None
-    note_id = insert_note(
-        attempt.conn,
+    change = new_note_change(
         NewNote(
             scope=attempt.scope,
             type=attempt.note_type,
@@ -225,13 +235,14 @@ def persist_provisional(attempt: WriteAttempt) -> Outcome:
         ),
         attempt.now,
     )
+    change_note(attempt, change)
     corrects = ("" if attempt.corrects_note_id is None
                 else _RECORDED_AS.get(attempt.corrects_relation or "", _RECORDED_AS["correction"]))
     return Outcome(
         Disposition.WRITTEN,
         "Saved as a provisional note: it is available to future runs now and will be "
         "reviewed by the Memory Manager." + corrects,
-        note_id=note_id,
+        note_id=change.note_id,
         persisted_increment=1,
     )
 

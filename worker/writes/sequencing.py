@@ -8,9 +8,10 @@ Ordering and exactly-once live here, in Postgres:
 * `runs.applied_seq` orders them: an operation applies only after the one before it in its
   run (`prev_seq`, n-1 when absent); until then it returns `WaitForSequence` (the Celery task
   retries it) until the gap timeout, after which the gap is declared, logged and skipped;
-* the erasure fence (worker/erasure/fence.py) is checked first, under the same lock;
+* the erasure fence (worker/erasure/fence.py) is checked first, under the same lock (its
+  lock is taken with the run's, its fences read with the run's state);
 * the change itself (a `Step`, from the operation), the log row, the applied sequence and the
-  trace step commit together.
+  trace step commit together (a write's note change is made in the statement that records it).
 
 What a step does is the caller's: `worker.writes.apply` runs the guard pipeline,
 `worker.erasure.fact` forgets notes of the run's user.
@@ -31,6 +32,7 @@ from sqlalchemy import exc as sa_exc
 from db.enums import Disposition
 from db.queries.runs import (
     WriteRecord,
+    WriteState,
     insert_run,
     insert_trace,
     load_write_state,
@@ -39,7 +41,7 @@ from db.queries.runs import (
     skip_gap,
     start_gap_wait,
 )
-from worker.erasure.fence import ERASED_REASON, write_fence
+from worker.erasure.fence import ERASED_REASON, write_fence, write_fence_hashes
 from worker.ops import metrics
 from worker.writes.admission import TraceEvent, TraceEventName, log_trace
 from worker.writes.attempt import Outcome
@@ -79,17 +81,20 @@ CONTEXT_CHANGED_REASON = (
 
 
 def apply_in_order(deps: WriteDeps, run: RunContext, seq: int, prev: int, digest: str,
-                   operation: Operation, *, task_id: str | None,
-                   started: float) -> WriteResult | WaitForSequence:
+                   operation: Operation, *, task_id: str | None, started: float,
+                   principal_probes: tuple[tuple[str, ...], ...] = (),
+                   ) -> WriteResult | WaitForSequence:
     """Run `operation` in its run's order, exactly once; transient database errors are
-    retried, anything else is answered `error` (recorded so the run is not held up)."""
+    retried, anything else is answered `error` (recorded so the run is not held up).
+    `principal_probes`: principal lookups the operation will make, asked with the run's
+    state (`WriteState.principals`)."""
     attempts = max(1, deps.settings.write_max_retries)
     for attempt_no in range(1, attempts + 1):
         try:
             traced: list[dict[str, Any]] = []
             with deps.db.transaction() as conn:
                 result = _apply_sequenced(conn, deps, run, seq, prev, digest, operation,
-                                          task_id, started, traced)
+                                          task_id, started, traced, principal_probes)
             for fields in traced:  # logged once committed, so a rolled-back try logs nothing
                 log_trace(**fields)
             return result
@@ -119,13 +124,15 @@ def _apply_sequenced(
     task_id: str | None,
     started: float,
     traced: list[dict[str, Any]],
+    principal_probes: tuple[tuple[str, ...], ...],
 ) -> WriteResult | WaitForSequence:
     now = deps.clock()
     lock_run(conn, run.run_id)
+    state = load_write_state(conn, run.run_id, seq, run.agent_id, _fence_hashes(run),
+                             principal_probes)
     # Before the replay check: a replay of an erased run would hand back its recorded scope.
-    if _erased(conn, run, seq, now):
+    if _erased(run, seq, state, now):
         return _refuse_erased(conn, seq, now, started)
-    state = load_write_state(conn, run.run_id, seq, run.agent_id)
     logged = state.logged
     if logged is not None and logged["disposition"] != Disposition.ERROR:
         if logged["payload_digest"] == digest:
@@ -168,7 +175,7 @@ def _apply_sequenced(
         reason_code=outcome.reason_code, candidate_id=outcome.candidate_id,
         admission_fingerprint=step.admission_fingerprint,
         admitted_increment=step.admitted_increment,
-    ), now)
+    ), now, step.note_change)
     traced.append({"event": step.event, "run_id": run.run_id, "seq": seq,
                    "agent_id": run.agent_id, "disposition": outcome.disposition,
                    "note_id": outcome.note_id, "candidate_id": outcome.candidate_id,
@@ -221,10 +228,15 @@ def _record_event(conn: Connection, event: TraceEvent, run: RunContext, seq: int
                    "note_id": event.note_id, "detail": event.detail})
 
 
-def _erased(conn: Connection, run: RunContext, seq: int, now: datetime) -> bool:
-    return write_fence(conn, run_id=run.run_id, agent_id=run.agent_id, user_id=run.user_id,
-                       company_id=run.company_id, conversation_id=run.conversation_id,
-                       seq=seq, now=now) is not None
+def _fence_hashes(run: RunContext) -> list[str]:
+    return write_fence_hashes(agent_id=run.agent_id, user_id=run.user_id,
+                              company_id=run.company_id, conversation_id=run.conversation_id)
+
+
+def _erased(run: RunContext, seq: int, state: WriteState, now: datetime) -> bool:
+    """The erasure fence (worker/erasure/fence.py), from what the state read found."""
+    return write_fence(state.fences, run_began=state.run_created_at, seq=seq,
+                       now=now) is not None
 
 
 def _refuse_erased(conn: Connection, seq: int, now: datetime, started: float) -> WriteResult:
@@ -287,10 +299,10 @@ def _record_error(
         with deps.db.transaction() as conn:
             now = deps.clock()
             lock_run(conn, run.run_id)
-            if _erased(conn, run, seq, now):  # recording would re-create the erased run
+            state = load_write_state(conn, run.run_id, seq, run.agent_id, _fence_hashes(run))
+            if _erased(run, seq, state, now):  # recording would re-create the erased run
                 return WriteResult(Disposition.REJECTED_ERASED, ERASED_REASON, None, seq,
                                    duration_ms=duration_ms)
-            state = load_write_state(conn, run.run_id, seq, run.agent_id)
             if not state.run_exists:
                 insert_run(conn, run, run.identity_digest(), now)
             unlogged = state.logged is None or state.logged["disposition"] == Disposition.ERROR

@@ -34,11 +34,20 @@ def _blocked(found: Block) -> Outcome:
                    detail=found.detail)
 
 
+def _principal(attempt: WriteAttempt, ids: list[str]) -> str | None:
+    """The kind of the known principal among `ids`: answered with the run's state when the
+    write path asked it there, else looked up."""
+    key = tuple(ids)
+    if key in attempt.known_principals:
+        return attempt.known_principals[key]
+    return known_principal(attempt.conn, ids)
+
+
 def _screen(attempt: WriteAttempt, text: str) -> Block | None:
     run = attempt.run
     return admission.screening_block(attempt.memory_policy, text, user_id=run.user_id,
                                  company_id=run.company_id,
-                                 principals=lambda ids: known_principal(attempt.conn, ids))
+                                 principals=lambda ids: _principal(attempt, ids))
 
 
 def screen_text(attempt: WriteAttempt) -> Outcome | None:

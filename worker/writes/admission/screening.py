@@ -44,13 +44,34 @@ def named_ids(folded: str) -> set[str]:
     return found
 
 
+def principal_candidates(folded: str, *, user_id: str | None,
+                         company_id: str | None) -> list[str]:
+    """The ids a folded text names that could be another principal's, as looked up."""
+    own = {value.casefold() for value in (user_id, company_id) if value}
+    return sorted(named_ids(folded) - own)[:_MAX_NAMED_IDS]
+
+
 def foreign_identity(folded: str, *, user_id: str | None, company_id: str | None,
                      lookup: PrincipalLookup) -> str | None:
     """The kind ("user", "company") of a known principal the text names that is not the
     run's own, or None."""
-    own = {value.casefold() for value in (user_id, company_id) if value}
-    candidates = sorted(named_ids(folded) - own)[:_MAX_NAMED_IDS]
+    candidates = principal_candidates(folded, user_id=user_id, company_id=company_id)
     return lookup(candidates) if candidates else None
+
+
+def _identity_forms(forms: tuple[str, ...]) -> list[str]:
+    """The forms the foreign-identity check reads: the leetspeak form would turn ids into
+    words."""
+    return list(dict.fromkeys(forms[:2]))
+
+
+def principal_probes(text: str, *, user_id: str | None,
+                     company_id: str | None) -> tuple[tuple[str, ...], ...]:
+    """Every list of ids `screening_block` may look up for this text, in its order (at most
+    two): the write path asks them with its run's state, in the same round trip."""
+    probes = (principal_candidates(form, user_id=user_id, company_id=company_id)
+              for form in _identity_forms(matching_forms(text)))
+    return tuple(dict.fromkeys(tuple(ids) for ids in probes if ids))
 
 
 _WORD = re.compile(r"\w+")
@@ -85,7 +106,7 @@ def screening_block(policy: MemoryPolicy, text: str, *, user_id: str | None,
             # The index names the rule (settings are not secret); the matched text is not kept.
             return block(ReasonCode.PATTERN, pattern=index)
     if policy.reject_foreign_identities:
-        for form in dict.fromkeys(forms[:2]):  # the leetspeak form would turn ids into words
+        for form in _identity_forms(forms):
             kind = foreign_identity(form, user_id=user_id, company_id=company_id,
                                     lookup=principals)
             if kind:
