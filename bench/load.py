@@ -76,17 +76,19 @@ def run_load(database_url: str, runs: int, per_run: int, concurrency: int,
     latency = {key: (at - sent_at[key]) * 1000 for key, at in commit_at.items()}
     work = [float(ms) for _, _, _, ms in applied]
     hops: list[float] = []  # commit of a write -> commit of the next one of its chain
+    spans: list[float] = []  # a chain's first commit -> its last (what issue 24 bounds)
     by_run: dict[str, list[float]] = defaultdict(list)
     for (run_id, _seq), at in commit_at.items():
         by_run[run_id].append(at)
     for times in by_run.values():
         hops += [(b - a) * 1000 for a, b in itertools.pairwise(sorted(times))]
+        spans.append((max(times) - min(times)) * 1000)
     heads = [v for k, v in latency.items() if position[k] == 0]
     later = [v for k, v in latency.items() if position[k] > 0]
     elapsed = max(commit_at.values()) - started
     return {"total": total, "elapsed": elapsed, "enqueue_s": enqueue_s,
             "latency": list(latency.values()), "heads": heads, "later": later,
-            "work": work, "hops": hops, "retries": retries}
+            "work": work, "hops": hops, "spans": spans, "retries": retries}
 
 
 def main() -> None:
@@ -126,6 +128,7 @@ def main() -> None:
         f"| enqueue -> commit, later writes | {cells(result['later'])} |",
         f"| one write's work in the worker (duration_ms) | {cells(result['work'])} |",
         f"| commit -> next commit in the same chain (a hop) | {cells(result['hops'])} |",
+        f"| a chain's first commit -> its last commit | {cells(result['spans'])} |",
     ]
     text = "\n".join(lines)
     print(text)
