@@ -49,12 +49,15 @@ def test_0008_restores_exactly_the_wrongly_pruned_notes(services, settings, tmp_
     _recreate_database(services.admin_url, "memory_repair")
     url = _database_url(services.admin_url, "memory_repair")
     migrate(url, old_dir)
-    # Today's write path reads the erasure fences (0012): give the 0007 schema that one table.
-    fences = next(statement.sql for statement in split_statements(
-        (MIGRATIONS_DIR / "0012_erasure.sql").read_text())
-        if "CREATE TABLE erasure_fences" in statement.code)
+    # Today's write path reads the erasure fences (0012) and the known principals (0009) in
+    # the statement that reads its run's state: give the 0007 schema those two tables.
+    later = [next(statement.sql for statement in split_statements(
+        (MIGRATIONS_DIR / migration).read_text()) if f"CREATE TABLE {table}" in statement.code)
+        for migration, table in (("0012_erasure.sql", "erasure_fences"),
+                                 ("0009_principals.sql", "principals"))]
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(fences)
+        for create in later:
+            conn.execute(create)
 
     db = Database(url)
     try:
@@ -87,7 +90,7 @@ def test_0008_restores_exactly_the_wrongly_pruned_notes(services, settings, tmp_
             write(run_context("r-dup-again", user="U4"), "User likes jazz.")
             conn.execute("UPDATE notes SET status = 'Archived' WHERE id = %s", [unrelated])
 
-            conn.execute("DROP TABLE erasure_fences")  # 0012 creates it for real
+            conn.execute("DROP TABLE erasure_fences, principals")  # created for real later
             assert migrate(url)[0] == "0008"  # and the later ones
 
             assert _status(conn, never) == "Active"

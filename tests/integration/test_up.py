@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -229,5 +230,88 @@ def test_a_second_terminal_finds_the_stack_and_a_second_up_is_refused(tmp_path):
             leftovers = psutil.Process(up.pid).children(recursive=True)
             os.killpg(up.pid, signal.SIGKILL)
             for proc in leftovers + _processes_using(str(data_dir)):
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
+
+
+def _readme_tour() -> list[list[str]]:
+    """The commands of the README's five-minute tour, as a user would type them."""
+    import re
+    import shlex
+
+    text = (PROJECT_ROOT / "README.md").read_text()
+    section = text[text.index("## Five-minute tour"):]
+    section = section[:section.index("\n## ", 1)]
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", section, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            if line.strip():
+                commands.append(shlex.split(line))
+    return commands
+
+
+def _readme_demo_rows() -> list[str]:
+    """The demo's rows as the README shows them: note and disposition, spaces collapsed."""
+    text = (PROJECT_ROOT / "README.md").read_text()
+    block = text[text.index(" run       #  note"):]
+    block = block[:block.index("```")]
+    return [" ".join(line.split()[2:]) for line in block.splitlines()[1:] if line.strip()]
+
+
+def test_the_readme_tour_runs_as_written(tmp_path):
+    """`make up`'s command with its demo, then every command of the README's tour typed in a
+    second terminal in the same folder: each answers (exit 0) with what the README shows.
+    The note id the README follows is its own run's; here, the id the tour's `write` made."""
+    tour = _readme_tour()
+    assert [c[:2] for c in tour] == [
+        [".venv/bin/memory-worker", "stats"], [".venv/bin/memory-worker", "write"],
+        [".venv/bin/memory-worker", "context"], [".venv/bin/memory-worker", "explain"],
+        [".venv/bin/memory-worker", "notes"], [".venv/bin/memory-worker", "notes"]], tour
+    folder = tmp_path / "project"
+    (folder / ".venv").mkdir(parents=True)
+    # The tour types `.venv/bin/memory-worker` in the checkout; here that is this venv's.
+    (folder / ".venv" / "bin").symlink_to(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "REDIS_URL", "MEMORY_DATA_DIR")}
+    output = tmp_path / "up.log"
+    with open(output, "ab") as log:
+        up = subprocess.Popen([".venv/bin/memory-worker", "up", "--demo", "--no-flower"],
+                              cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    try:
+        wait_until(lambda: "superseded-own" in output.read_text(), timeout=240, interval=0.5)
+        wait_until(lambda: all(row in " ".join(output.read_text().split())
+                               for row in _readme_demo_rows()), timeout=60, interval=0.5)
+        note_id = ""
+        for command in tour:
+            if command[1:3] == ["notes", "history"]:
+                command = [*command[:3], note_id[:8]]
+            done = subprocess.run(command, cwd=folder, env=env, capture_output=True,
+                                  text=True, timeout=120)
+            assert done.returncode == 0, (command, done.stdout, done.stderr)
+            shown = done.stdout
+            match command[1]:
+                case "stats":
+                    assert "notes by status:" in shown and "Provisional" in shown
+                case "write":
+                    assert shown.startswith("written: Saved as a provisional note"), shown
+                    note_id = shown.split("note ", 1)[1].split()[0]
+                case "context":
+                    assert "<memory_policy>" in shown
+                    assert "Never use pie charts for this user" in shown, shown
+                case "explain":
+                    assert "Never use pie charts for this user" in shown and "injected" in shown
+                case "notes" if command[2] == "list":
+                    assert "CHF" in shown, shown
+                case "notes":
+                    assert "written" in shown, shown
+    finally:
+        up.send_signal(signal.SIGINT)
+        try:
+            up.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            leftovers = psutil.Process(up.pid).children(recursive=True)
+            os.killpg(up.pid, signal.SIGKILL)
+            for proc in leftovers:
                 with contextlib.suppress(psutil.Error):
                     proc.kill()
