@@ -142,3 +142,11 @@ def pause_on_marker(data: str, context: dict[str, Any]) -> Any:
         while os.path.exists(gate):
             time.sleep(0.05)
     return True
+
+
+def slow_allow(data: str, context: dict[str, Any]) -> Any:
+    """Approves after a moment: a chain visit long enough to be interrupted on purpose."""
+    import time
+
+    time.sleep(0.3)
+    return True

@@ -211,13 +211,14 @@ def test_the_time_bound_ends_a_visit_and_the_rest_is_published(services, visit_s
     assert isinstance(head, WriteResult)
     ticks = iter(range(1, 100))  # 0.4 s gone when it first looks (the head)
     end = carry_writes(deps, chain.steps(0), Visit(
-        head_task_id=chain.task_ids[0], head_result=head.as_dict(), backend=app.backend,
+        head_task_id=chain.task_ids[0], backend=app.backend,
         started=0.0, clock=lambda: 0.4 * next(ticks)))
     assert end.carried == 2 and end.last_task_id == chain.task_ids[2]
     assert end.rest is not None
     assert [s["options"]["task_id"] for s in reversed(end.rest)] == chain.task_ids[3:]
     before = _consumed()
     publish_continuation(end.rest, parent_id=end.last_task_id, root_id=None, db=deps.db)
+    app.backend.store_result(chain.task_ids[0], head.as_dict(), "SUCCESS")  # as its task would
     assert [r["disposition"] for r in chain.results()] == ["written"] * 6
     assert _consumed() - before == 1, "the continuation's head carried the rest"
     assert _applied_order(services.database_url, "visit-time") == chain.seqs
@@ -344,7 +345,7 @@ def test_a_carried_result_of_an_erased_subject_is_deleted(services, visit_settin
                               task_id=chain.task_ids[0], prev_payload=chain.prevs[0])
     assert isinstance(head, WriteResult)
     end = carry_writes(deps, chain.steps(0), Visit(
-        head_task_id=chain.task_ids[0], head_result=head.as_dict(),
+        head_task_id=chain.task_ids[0],
         backend=_EraseBeforeStoring(app.backend, chain.task_ids[1], erase),
         started=time.monotonic(), erasure_started_us=started_us))
     assert end.carried == 2 and end.rest is None

@@ -123,3 +123,35 @@ def test_two_hundred_writes_across_fifty_runs(services, db, tmp_path):
     assert len(stored) == len(set(stored)), "no note twice"
     assert set(stored) == expected, "every expected note"
     assert Counter(r["disposition"] for r in results)["written"] == len(expected)
+
+
+def test_a_pool_process_lost_mid_visit_has_its_head_delivered_again(services, tmp_path):
+    """The pool process applying a chain visit dies after the head and one carried write
+    committed. Its worker must deliver the head message again at once (acks late, rejected on
+    a lost worker): the replay applies the rest, with no redelivery pass (no beat here). A
+    head result stored before the visit ended would make Celery take the task as "succeeded
+    before the worker was lost" and acknowledge it, leaving the rest of the chain behind."""
+    import os
+    import signal
+
+    env = {"MEMORY_WRITE_ADMISSION": "tests.admission_hooks:slow_allow",
+           "MEMORY_CHAIN_VISIT_BUDGET_S": "60"}
+    worker = WorkerProcess("visit-loss", tmp_path, concurrency=1, env=env).start()
+    try:
+        worker.wait_ready()
+        run = run_context("lost-visit", user="U-lost")
+        enqueued = enqueue_memory_writes(run, [{"note": fact, "type": "Context"}
+                                               for fact in FACTS[:5]])
+        wait_until(lambda: _count(services.database_url, "SELECT count(*) AS n FROM write_log "
+                                  "WHERE run_id = 'lost-visit'") >= 2, timeout=60, interval=0.01)
+        [child] = worker.children()
+        os.kill(child, signal.SIGKILL)
+        assert _count(services.database_url, "SELECT count(*) AS n FROM write_log "
+                      "WHERE run_id = 'lost-visit'") < 5, "the kill must land mid-visit"
+        results = enqueued.results(timeout=60)
+    finally:
+        worker.stop()
+    assert [r["disposition"] for r in results] == ["written"] * 5
+    logged = rows(services.database_url, "SELECT seq, count(*) AS n FROM write_log "
+                  "WHERE run_id = 'lost-visit' GROUP BY seq ORDER BY seq")
+    assert [(r["seq"], r["n"]) for r in logged] == [(seq, 1) for seq in enqueued.seqs]

@@ -129,21 +129,16 @@ class Events(Protocol):
 class Visit:
     """One task's visit to its chain: who it is, when it began, where results go."""
 
+    # The head's own result is stored by Celery when the task returns, never earlier: a
+    # worker lost mid-visit must find no result for the head, or Celery takes the task as
+    # "succeeded before the worker was lost" and acknowledges it, where it must deliver it
+    # again for the writes still to carry.
     head_task_id: str
-    head_result: dict[str, Any]
     backend: ResultBackend
     started: float  # `clock()` when the task began
     erasure_started_us: int | None = None  # the Redis clock then (erased_results)
     events: Events | None = None
     clock: Callable[[], float] = time.monotonic
-    head_stored: bool = False
-
-    def store_head(self) -> None:
-        """The head's result, before the writes after it: its client need not wait for
-        them (Celery stores it again when the task returns, and checks it then)."""
-        if not self.head_stored:
-            self.head_stored = True
-            self.backend.store_result(self.head_task_id, self.head_result, "SUCCESS")
 
 
 @dataclass(frozen=True)
@@ -165,12 +160,6 @@ def carry_writes(deps: WriteDeps, steps: list[dict[str, Any]] | None,
         if write is None:
             break  # not ours to apply here: it goes as its own message
         began = time.perf_counter()
-        try:
-            visit.store_head()
-        except Exception:  # Celery stores it again when the task returns
-            log.warning("could not store the result of %s early", visit.head_task_id,
-                        exc_info=True)
-            break
         cut = False
         try:
             outcome = apply_memory_write(deps, write.run, write.write, write.seq,

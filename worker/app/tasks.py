@@ -99,7 +99,7 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
     # The writes the chain carries are applied here (worker/app/chain_visit.py); not after a
     # refused message (a crash loop must not take its chain along) or a timed-out write.
     if continuation and not refused and not cut:
-        continuation, parent_id = _visit(self, deps, continuation, result, started)
+        continuation, parent_id = _visit(self, deps, continuation, started)
     if continuation:
         publish_continuation(continuation, parent_id=parent_id,
                              root_id=self.request.root_id, db=deps.db)
@@ -107,14 +107,14 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
 
 
 def _visit(task: MemoryTask, deps: WriteDeps, chain: list[dict[str, Any]],
-           result: dict[str, Any], started: float) -> tuple[list[dict[str, Any]] | None, str]:
+           started: float) -> tuple[list[dict[str, Any]] | None, str]:
     request = task.request
     events = CarriedEvents(app, carried_by=request.id, root_id=request.root_id,
                            hostname=request.hostname,
                            resultrepr_maxsize=task.resultrepr_maxsize)
     try:
         end = carry_writes(deps, chain, Visit(
-            head_task_id=request.id, head_result=result, backend=task.backend,
+            head_task_id=request.id, backend=task.backend,
             started=started, erasure_started_us=started_at(request.id), events=events))
     finally:
         events.close()
