@@ -139,6 +139,10 @@ class Visit:
     erasure_started_us: int | None = None  # the Redis clock then (erased_results)
     events: Events | None = None
     clock: Callable[[], float] = time.monotonic
+    # Whether the result store answers, asked before each carried write: while it is away a
+    # carried write's result could not be stored (its client would wait for the redelivery
+    # pass), so the rest goes as a continuation, kept in Postgres until the broker is back.
+    reachable: Callable[[], bool] = lambda: True
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,8 @@ def carry_writes(deps: WriteDeps, steps: list[dict[str, Any]] | None,
         write = chained_write(rest[-1])
         if write is None:
             break  # not ours to apply here: it goes as its own message
+        if not visit.reachable():
+            break
         began = time.perf_counter()
         cut = False
         try:
@@ -171,7 +177,7 @@ def carry_writes(deps: WriteDeps, steps: list[dict[str, Any]] | None,
             break
         if isinstance(outcome, WaitForSequence):
             break  # its own message waits for its turn
-        rest.pop()
+        write_step = rest.pop()
         applied += 1
         parent, last = last, write.task_id
         try:
@@ -179,8 +185,11 @@ def carry_writes(deps: WriteDeps, steps: list[dict[str, Any]] | None,
         except SoftTimeLimitExceeded:
             log.error("the soft time limit cut a chain visit after %s", write.task_id)
             break
-        except Exception:  # applied and logged; a waiting client is answered by a replay
+        except Exception:  # applied and logged: it goes out again with the rest, and its
+            # delivery replays it from the write log and stores its result then
             log.exception("could not store the result of carried write %s", write.task_id)
+            rest.append(write_step)
+            applied, last = applied - 1, parent
             break
         if cut:
             break

@@ -106,6 +106,14 @@ def memory_write(self: MemoryTask, run: Any = None, write: Any = None, seq: Any 
     return result
 
 
+def _results_reachable() -> bool:
+    """The result store answers (one PING): a chain visit carries writes only then."""
+    try:
+        return bool(app.backend.client.ping())
+    except Exception:
+        return False
+
+
 def _visit(task: MemoryTask, deps: WriteDeps, chain: list[dict[str, Any]],
            started: float) -> tuple[list[dict[str, Any]] | None, str]:
     request = task.request
@@ -114,7 +122,7 @@ def _visit(task: MemoryTask, deps: WriteDeps, chain: list[dict[str, Any]],
                            resultrepr_maxsize=task.resultrepr_maxsize)
     try:
         end = carry_writes(deps, chain, Visit(
-            head_task_id=request.id, backend=task.backend,
+            head_task_id=request.id, backend=task.backend, reachable=_results_reachable,
             started=started, erasure_started_us=started_at(request.id), events=events))
     finally:
         events.close()

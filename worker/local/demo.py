@@ -41,8 +41,10 @@ def _run(run_id: str) -> dict[str, str]:
 def play_demo(console: Console, *, run_id: str | None = None, timeout: float = 60.0) -> None:
     base = run_id or f"demo-{uuid.uuid4().hex[:8]}"
     table = Table(title="Memory writes", show_lines=False)
-    for column in ("run", "#", "note", "disposition", "reason"):
-        table.add_column(column, overflow="fold")
+    # One line per write, as the README shows it; only the reason wraps.
+    for column in ("run", "#", "note", "disposition"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("reason", overflow="fold")
     for suffix, turns in (("a", FIRST_RUN_TURNS), ("b", SECOND_RUN_TURNS)):
         run = _run(f"{base}-{suffix}")
         position = 0  # the write's place in its run (its seq is a clock-based number)
