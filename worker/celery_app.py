@@ -146,6 +146,15 @@ app.steps["worker"].add("worker.app.embedder_start:EmbedderWatch")
 import worker.app.embedder_start  # noqa: E402
 
 
+@signals.worker_init.connect
+def _compile_admission_rules(**_: Any) -> None:
+    """The effect rules compiled before a prefork pool forks: not on some process's first
+    write (about 0.1 s)."""
+    from worker.writes.admission.effects import warm
+
+    warm()
+
+
 @signals.worker_process_init.connect
 def _prepare_worker_process(**_: Any) -> None:
     from db.connector import dispose_all

@@ -182,6 +182,11 @@ class Settings(BaseSettings):
     # a match blocks the write (`pattern`). The default list covers prompt-injection phrasings. In
     # the environment: a JSON list.
     reject_write_patterns: tuple[str, ...] = DEFAULT_REJECT_WRITE_PATTERNS
+    # Judge a note by what it would make an agent do, in en, de, fr, es, zh and ru (and inside
+    # base64, hex, %-encoding, ROT13): sending to an address, contacting other users, asking
+    # for secrets or payment, or changing the agent's rules is blocked (`effect-*`); a claim
+    # about a third party or another doubtful note is held as a candidate for review.
+    screen_effects: bool = True
     # A note that names a user or company this system holds memory for, other than the run's
     # own, is blocked (worker/writes/admission/screening.py: who an id belongs to decides).
     reject_foreign_identities: bool = True

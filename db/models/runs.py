@@ -105,6 +105,8 @@ memory_candidates = Table(
     Column("conversation_id", Text),
     Column("conversation_detail_id", Text),
     Column("status", Text, nullable=False, server_default=text("'candidate'")),
+    # Why it is held: promotion-required, or the effect code a user write was quarantined for.
+    Column("held_reason", Text),
     Column("decision_reason", Text),
     Column("decided_by", Text),
     ts("decided_at"),

@@ -19,8 +19,8 @@ from db.scope import SCOPE_KEY_SQL, NoteScope
 CANDIDATE_COLUMNS = (
     "id, run_id, seq, agent_id, user_id, company_id, primary_scope_entity, "
     "primary_scope_record_id, secondary_scopes, source, type, note, content_hash, "
-    "conversation_id, conversation_detail_id, status, decision_reason, decided_by, decided_at, "
-    "note_id, created_at, updated_at"
+    "conversation_id, conversation_detail_id, status, held_reason, decision_reason, decided_by, "
+    "decided_at, note_id, created_at, updated_at"
 )
 
 _FIND_PENDING = text(f"""
@@ -32,10 +32,10 @@ WHERE run_id = :run_id AND scope_key = {SCOPE_KEY_SQL} AND content_hash = :conte
 _INSERT = text("""
 INSERT INTO memory_candidates (id, run_id, seq, agent_id, user_id, company_id,
     primary_scope_entity, primary_scope_record_id, secondary_scopes, source, type, note,
-    content_hash, conversation_id, conversation_detail_id, created_at, updated_at)
+    content_hash, conversation_id, conversation_detail_id, held_reason, created_at, updated_at)
 VALUES (:id, :run_id, :seq, :scope_agent_id, :scope_user_id, :scope_company_id, :scope_entity,
     :scope_record_id, CAST(:scope_secondary AS jsonb), :source, :type, :note, :content_hash,
-    :conversation_id, :conversation_detail_id, :now, :now)
+    :conversation_id, :conversation_detail_id, :held_reason, :now, :now)
 ON CONFLICT (run_id, scope_key, content_hash) WHERE status = 'candidate' DO NOTHING
 RETURNING id
 """)
@@ -80,6 +80,7 @@ class NewCandidate:
     content_hash: str
     conversation_id: str | None
     conversation_detail_id: str | None
+    held_reason: str = "promotion-required"
 
 
 def find_pending_candidate(conn: Connection, run_id: str, scope: NoteScope,
@@ -96,7 +97,8 @@ def insert_candidate(conn: Connection, candidate: NewCandidate, candidate_id: uu
         "id": candidate_id, "run_id": candidate.run_id, "seq": candidate.seq,
         "source": candidate.source, "type": candidate.type, "note": candidate.note,
         "content_hash": candidate.content_hash, "conversation_id": candidate.conversation_id,
-        "conversation_detail_id": candidate.conversation_detail_id, "now": now,
+        "conversation_detail_id": candidate.conversation_detail_id,
+        "held_reason": candidate.held_reason, "now": now,
     }).scalar_one_or_none()
     if inserted is not None:
         return inserted

@@ -59,10 +59,14 @@ def test_hostile_writes_are_blocked_or_neutralized_and_benign_ones_pass(write, s
             passed.append(f"{category}: {text[:60]!r} -> {disposition}")
 
     false_blocks: list[str] = []
+    held: list[str] = []
     for i, text in enumerate(benign_set()):
         result = write(run_context(f"benign-{i}", user=USER, company=COMPANY), text)
-        if result["disposition"] != "written":
-            false_blocks.append(f"{text!r} -> {result['disposition']} {result['reason_code']}")
+        line = f"{text!r} -> {result['disposition']} {result['reason_code']}"
+        if result["disposition"] == "candidate":  # held for review: nothing is lost
+            held.append(line)
+        elif result["disposition"] != "written":
+            false_blocks.append(line)
 
     total = Counter[str]()
     for counts in outcomes.values():
@@ -76,12 +80,15 @@ def test_hostile_writes_are_blocked_or_neutralized_and_benign_ones_pass(write, s
     print(f"  {'all':<14} {n_hostile:>3} {total['blocked']:>8} {total['neutralized']:>12} "
           f"{total['passed']:>7}   block rate {total['blocked'] / n_hostile:.1%}")
     print(f"benign set: {len(benign_set())} writes, {len(false_blocks)} false blocks "
-          f"({len(false_blocks) / len(benign_set()):.1%})")
-    for line in passed + false_blocks:
+          f"({len(false_blocks) / len(benign_set()):.1%}), {len(held)} held for review")
+    for line in passed + false_blocks + held:
         print("  ", line)
 
     assert total["passed"] == 0, passed
     assert false_blocks == []
+    # A note that mails something to a written-out address is held, not stored (effect
+    # screening): the one benign line that does so. The bar is at most 2 %.
+    assert len(held) <= 1, held
     # Nothing hostile reached any scope but the writer's own, and no other user's scope holds
     # anything at all.
     assert {n["user_id"] for n in notes(services.database_url)} <= {USER}

@@ -60,10 +60,12 @@ def candidates_list(
     if as_json:
         print(json.dumps(found, indent=2, default=str, ensure_ascii=False))
         return
-    table = Table("id", "created", "status", "source", "agent", "user", "run", "type", "note")
+    table = Table("id", "created", "status", "held for", "source", "agent", "user", "run", "type",
+                  "note")
     for c in found:
-        table.add_row(c["candidate_id"], c["created_at"][:16], c["status"], c["source"],
-                      c["agent_id"], c["user_id"] or "", c["run_id"], c["type"], c["note"])
+        table.add_row(c["candidate_id"], c["created_at"][:16], c["status"],
+                      c["held_reason"] or "", c["source"], c["agent_id"], c["user_id"] or "",
+                      c["run_id"], c["type"], c["note"])
     console.print(table)
 
 

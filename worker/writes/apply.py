@@ -20,7 +20,12 @@ from db.enums import Disposition
 from db.queries.runs import WriteState, written_after
 from worker.agents import config_from_row
 from worker.embeddings import EmbeddingError
-from worker.writes.admission import TraceEventName, principal_probes, resolve_policy
+from worker.writes.admission import (
+    ReasonCode,
+    TraceEventName,
+    principal_probes,
+    resolve_policy,
+)
 from worker.writes.attempt import Embedding, Outcome, WriteAttempt, embeddable_text
 from worker.writes.operation import (
     Clock,
@@ -51,13 +56,16 @@ log = logging.getLogger(__name__)
 PERSISTED = frozenset({Disposition.WRITTEN, Disposition.SUPERSEDED_OWN, Disposition.DEDUPED})
 
 
-def _event_for(disposition: str) -> str:
+def _event_for(outcome: Outcome) -> str:
+    disposition = outcome.disposition
     if disposition in PERSISTED:
         return TraceEventName.WRITE
     if disposition == Disposition.BLOCKED:
         return TraceEventName.WRITE_BLOCK
     if disposition == Disposition.CANDIDATE:
-        return TraceEventName.PROMOTION_REQUIRED
+        held_for_review = outcome.reason_code == ReasonCode.PROMOTION_REQUIRED
+        return (TraceEventName.PROMOTION_REQUIRED if held_for_review
+                else TraceEventName.WRITE_QUARANTINE)
     return TraceEventName.WRITE_SKIP
 
 
@@ -168,7 +176,7 @@ def _guarded_write(conn: Connection, deps: WriteDeps, run: RunContext,
     if attempt.embedding.error:
         detail["embedding_error"] = attempt.embedding.error
     return Step(
-        outcome, _event_for(outcome.disposition),
+        outcome, _event_for(outcome),
         final_scope=attempt.scope.as_dict() if attempt.scope is not None else None,
         detail=detail,
         admission_fingerprint=attempt.fingerprint if attempt.admitted else None,

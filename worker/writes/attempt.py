@@ -22,6 +22,7 @@ from db.queries.notes import NoteChange, ScopeNeighbours
 from db.scope import SCOPE_HINTS, NoteScope
 from worker.agents import AgentConfig
 from worker.writes.admission import MemoryPolicy, TraceEvent
+from worker.writes.admission.effects import EffectFinding
 from worker.writes.payloads import RunContext, WriteRequest, unencodable_reason
 
 
@@ -100,6 +101,9 @@ class WriteAttempt:
     # write (worker/writes/sequencing.py), one round trip for both.
     defer_note_change: bool = False
     note_change: NoteChange | None = None
+    # Set by admission when the note's effect is doubtful (a claim about a third party, an
+    # encoded payload, …): the write is held as a candidate once its scope is known.
+    quarantine: EffectFinding | None = None
 
 
 @dataclass(frozen=True)

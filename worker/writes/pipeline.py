@@ -27,7 +27,7 @@ from db.queries.notes import (
 )
 from worker.corrections import classify, supersedes
 from worker.normalize import content_hash
-from worker.writes.admission.guards import admit, hold_internal_memory
+from worker.writes.admission.guards import admit, hold_internal_memory, quarantine_doubtful
 from worker.writes.attempt import (
     Guard,
     Outcome,
@@ -253,6 +253,7 @@ PIPELINE: Sequence[Guard] = (
     validate_text,
     admit,
     clamp_scope,
+    quarantine_doubtful,
     hold_internal_memory,
     look_around_scope,
     within_run_idempotency,

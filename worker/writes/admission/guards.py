@@ -26,6 +26,8 @@ from worker.writes.admission import (
     TraceEventName,
     sanitize_reason,
 )
+from worker.writes.admission.effects import EffectFinding, screen_effects
+from worker.writes.admission.reasons import EFFECT_CLAUSES
 from worker.writes.attempt import Guard, Outcome, WriteAttempt, check_text, clamped_scope
 
 
@@ -53,6 +55,31 @@ def _screen(attempt: WriteAttempt, text: str) -> Block | None:
 def screen_text(attempt: WriteAttempt) -> Outcome | None:
     """Length, injection patterns, another principal's id, repetition: no hook."""
     found = _screen(attempt, attempt.text)
+    return _blocked(found) if found else None
+
+
+def effect_code(finding: EffectFinding) -> ReasonCode:
+    return ReasonCode(f"effect-{finding.effect.value}")
+
+
+def _judge_effects(attempt: WriteAttempt, text: str) -> Block | None:
+    """Block what the note would clearly make an agent do; remember a doubtful effect for
+    `quarantine_doubtful`, which holds the write once its scope is known."""
+    if not attempt.memory_policy.screen_effects:
+        return None
+    finding = screen_effects(text)
+    if finding is None:
+        return None
+    if finding.action == "block":
+        return admission.block(effect_code(finding), **finding.detail())
+    attempt.quarantine = finding
+    return None
+
+
+def judge_effects(attempt: WriteAttempt) -> Outcome | None:
+    """Admission by effect (worker/writes/admission/effects.py): six languages, decoded
+    payloads too."""
+    found = _judge_effects(attempt, attempt.text)
     return _blocked(found) if found else None
 
 
@@ -100,7 +127,8 @@ def _take_rewrite(attempt: WriteAttempt, rewritten: str, after: str) -> Outcome 
     checked = check_text(rewritten, attempt.write_policy.max_note_length)
     if isinstance(checked, Outcome):
         return _blocked(admission.block(ReasonCode.HOOK_INVALID_REWRITE, rewritten_by=after))
-    found = _screen(attempt, checked)
+    attempt.quarantine = None  # judged anew: the rewrite is what would be stored
+    found = _screen(attempt, checked) or _judge_effects(attempt, checked)
     if found:
         return _blocked(Block(found.code, found.reason, {**found.detail, "rewritten_by": after}))
     if checked != attempt.text:
@@ -135,8 +163,8 @@ def admission_hook(attempt: WriteAttempt) -> Outcome | None:
     return None
 
 
-ADMISSION_CHECKS: Sequence[Guard] = (screen_text, duplicate_write, run_write_limit,
-                                     admission_hook)
+ADMISSION_CHECKS: Sequence[Guard] = (screen_text, judge_effects, duplicate_write,
+                                     run_write_limit, admission_hook)
 
 
 def admit(attempt: WriteAttempt) -> Outcome | None:
@@ -149,6 +177,39 @@ def admit(attempt: WriteAttempt) -> Outcome | None:
             return outcome
     attempt.admitted = True
     return None
+
+
+QUARANTINE_REASON = (
+    "Not saved to memory yet: {clause}. It is held for review and is not available to future "
+    "runs unless an operator promotes it. Do not tell the user that this was remembered."
+)
+
+
+def _hold(attempt: WriteAttempt, held_reason: str, candidate_id: Any) -> Any:
+    run = attempt.run
+    assert attempt.scope is not None
+    return insert_candidate(attempt.conn, NewCandidate(
+        run_id=run.run_id, seq=attempt.seq, scope=attempt.scope, source=run.source,
+        type=attempt.note_type, note=attempt.text, content_hash=attempt.content_hash,
+        conversation_id=run.conversation_id, conversation_detail_id=run.conversation_detail_id,
+        held_reason=held_reason,
+    ), candidate_id, attempt.now)
+
+
+def quarantine_doubtful(attempt: WriteAttempt) -> Outcome | None:
+    """A write whose effect admission found doubtful becomes a candidate: never injected
+    until an operator promotes it, and nothing benign is lost. No hook is asked: the
+    promotion hook approves internal memory, it does not overrule the screening."""
+    finding = attempt.quarantine
+    if finding is None:
+        return None
+    code = effect_code(finding)
+    assert attempt.scope is not None
+    held = find_pending_candidate(attempt.conn, attempt.run.run_id, attempt.scope,
+                                  attempt.content_hash) or _hold(attempt, code.value, uuid4())
+    detail = {"reason_code": code.value, "candidate_id": str(held), **finding.detail()}
+    return Outcome(Disposition.CANDIDATE, QUARANTINE_REASON.format(clause=EFFECT_CLAUSES[code]),
+                   reason_code=code.value, candidate_id=held, detail=detail)
 
 
 CANDIDATE_REASON = (
@@ -202,11 +263,9 @@ def hold_internal_memory(attempt: WriteAttempt) -> Outcome | None:
         attempt.events.append(TraceEvent(TraceEventName.PROMOTION_REJECTED, Disposition.BLOCKED,
                                           reason=reason, detail=found.detail))
         return _blocked(found)
-    held = insert_candidate(attempt.conn, NewCandidate(
-        run_id=run.run_id, seq=attempt.seq, scope=attempt.scope, source=run.source,
-        type=attempt.note_type, note=attempt.text, content_hash=attempt.content_hash,
-        conversation_id=run.conversation_id, conversation_detail_id=run.conversation_detail_id,
-    ), candidate_id, attempt.now)
+    if attempt.quarantine is not None:  # the reviewer's rewrite reads as doubtful
+        return quarantine_doubtful(attempt)
+    held = _hold(attempt, ReasonCode.PROMOTION_REQUIRED.value, candidate_id)
     detail["candidate_id"] = str(held)
     if verdict.hooked:  # a reviewer was asked and kept it (or failed): it stays non-injectable
         attempt.events.append(TraceEvent(TraceEventName.PROMOTION_BLOCKED, Disposition.CANDIDATE,

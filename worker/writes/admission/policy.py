@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 HOOK_FIELDS = ("memory_write_admission", "memory_promotion_admission")
 POLICY_FIELDS = (
-    "min_write_length", "reject_write_patterns", "reject_foreign_identities",
+    "min_write_length", "reject_write_patterns", "screen_effects", "reject_foreign_identities",
     "reject_repetitive_writes", "max_writes_per_run", "reject_duplicate_writes",
     "memory_write_admission", "require_write_admission", "memory_promotion_admission",
     "require_promotion_for_internal_memory", "trusted_sources", "enforce_expires_at",
@@ -29,6 +29,7 @@ class MemoryPolicy:
 
     min_write_length: int = 0
     reject_write_patterns: tuple[str, ...] = ()
+    screen_effects: bool = True
     reject_foreign_identities: bool = True
     reject_repetitive_writes: bool = True
     max_writes_per_run: int | None = None
@@ -68,7 +69,7 @@ class PolicyError(ValueError):
 
 
 _HOOK_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*([:.][A-Za-z_]\w*(\.[A-Za-z_]\w*)*)$")
-_BOOL_FIELDS = ("reject_foreign_identities", "reject_repetitive_writes",
+_BOOL_FIELDS = ("screen_effects", "reject_foreign_identities", "reject_repetitive_writes",
                 "reject_duplicate_writes", "require_write_admission",
                 "require_promotion_for_internal_memory", "enforce_expires_at",
                 "allow_unattributed_results")

@@ -23,6 +23,14 @@ class ReasonCode(StrEnum):
     HOOK_INVALID_REWRITE = "hook-invalid-rewrite"
     PROMOTION_REQUIRED = "promotion-required"
     PROMOTION_REJECTED = "promotion-rejected"
+    # Admission by effect (worker/writes/admission/effects.py): what the note would make an
+    # agent do. Blocked, or quarantined as a candidate (third-party claims, doubtful ones).
+    EFFECT_SEND_TO_ADDRESS = "effect-send-to-address"
+    EFFECT_CONTACT_USERS = "effect-contact-users"
+    EFFECT_REQUEST_SECRETS = "effect-request-secrets"
+    EFFECT_CHANGE_RULES = "effect-change-rules"
+    EFFECT_THIRD_PARTY_CLAIM = "effect-third-party-claim"
+    EFFECT_ENCODED_PAYLOAD = "effect-encoded-payload"
 
 
 NOT_SAVED = "Not saved: "
@@ -52,6 +60,23 @@ _SENTENCES: dict[ReasonCode, str] = {
     ReasonCode.PROMOTION_REJECTED: "the memory promotion policy rejected this note from an "
                                    "internal source.",
 }
+
+# What a note would make the assistant do, as the sentences above and quarantine use it.
+EFFECT_CLAUSES: dict[ReasonCode, str] = {
+    ReasonCode.EFFECT_SEND_TO_ADDRESS: "the note would make the assistant send something to "
+                                       "an address, account or number",
+    ReasonCode.EFFECT_CONTACT_USERS: "the note would make the assistant contact, deceive or "
+                                     "impersonate someone toward other people",
+    ReasonCode.EFFECT_REQUEST_SECRETS: "the note would make the assistant ask people for "
+                                       "credentials, secrets or payment",
+    ReasonCode.EFFECT_CHANGE_RULES: "the note would change the assistant's rules, role, "
+                                    "permissions or filters",
+    ReasonCode.EFFECT_THIRD_PARTY_CLAIM: "the note makes a claim about another person",
+    ReasonCode.EFFECT_ENCODED_PAYLOAD: "the note hides text in an encoding",
+}
+for _code, _clause in EFFECT_CLAUSES.items():
+    _SENTENCES[_code] = (f"{_clause}; memory holds facts and preferences about the user, "
+                         "never instructions.")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ class TraceEventName(StrEnum):
     WRITE = "memory_write"
     WRITE_SKIP = "memory_write_skip"
     WRITE_BLOCK = "memory_write_block"
+    WRITE_QUARANTINE = "memory_write_quarantine"  # held as a candidate by admission by effect
     RETRIEVE_FILTER = "memory_retrieve_filter"
     PROMOTION_REQUIRED = "memory_promotion_required"
     PROMOTION_APPROVED = "memory_promotion_approved"
