@@ -150,3 +150,9 @@ def slow_allow(data: str, context: dict[str, Any]) -> Any:
 
     time.sleep(0.3)
     return True
+
+
+def rewrite_to_claim(data: str, context: dict[str, Any]) -> Any:
+    """A rewrite the effect screening finds doubtful (a claim about a third party)."""
+    return MemoryAdmissionDecision(allowed=True,
+                                   value="User says Tom Baker in accounting was arrested.")
