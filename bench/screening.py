@@ -126,9 +126,11 @@ def percentiles(ms: list[float]) -> list[str]:
 
 def worst_case_note() -> str:
     """2,000 characters of trigger words in every language and an address at the end."""
-    words = ("send forward ask password ignore rules tell all users pretend support "
-             "schick frag passwort ignoriere regeln envoie demande mot de passe ignora reglas "
-             "отправь спроси пароль игнорируй правила 发送 询问 密码 忽略 规则 ").split()
+    words = " ".join((
+        "send forward ask password ignore rules tell all users pretend support",
+        "schick frag passwort ignoriere regeln envoie demande mot de passe ignora reglas",
+        "отправь спроси пароль игнорируй правила 发送 询问 密码 忽略 规则",
+    )).split()
     note, i = "", 0
     while len(note) < 1960:
         note += words[i % len(words)] + " "
