@@ -26,10 +26,12 @@ _COMMON = frozenset(" ".join((
     "the and to of you your is in it for on all that this be are with as or not send ask a i me "
     "my we from at by have will can do if what when who before after now every other user "
     "der die das und zu ist nicht du sie mit den ein eine alle an auf als aus dich mich sich "
-    "nach vor wenn bei oder jeden "
+    "nach vor wenn bei oder jeden wird wegen hat haben sein ihr ihre kein keine nur auch noch "
+    "schon sehr immer alles "
     "le la les de et vous tu des un une est pas pour que tous toutes du au aux ce si sur dans "
-    "avec "
-    "el los las y que en es por para con todos tu su a al del lo le se si como pero",
+    "avec il elle ils nous sont fait tout plus "
+    "el los las y que en es por para con todos tu su a al del lo le se si como pero una uno "
+    "esta este muy mas siempre",
 )).split())
 MAX_PAYLOADS = 4
 

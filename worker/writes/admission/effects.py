@@ -192,19 +192,24 @@ class _Searches:
         return hit
 
 
-def _matches(rule: EffectRule, search: _Searches) -> bool:
-    return all(search(p) for p in rule.all) and not any(search(p) for p in rule.none)
+def _matches(rule: EffectRule, search: _Searches, primary: _Searches) -> bool:
+    """Every `all` pattern in this form, and no `none` pattern in it or in the note's plain
+    fold (a negation or an own address must not be lost to look-alike folding)."""
+    return (all(search(p) for p in rule.all)
+            and not any(search(p) or primary(p) for p in rule.none))
 
 
 def _first_match(forms: Iterable[tuple[str, set[str]]], original: str,
                  action: Action) -> EffectFinding | None:
     rules, third = load_rules()
+    forms = list(forms)
+    primary = _search_for(forms[0][0])
     for form, langs in forms:
         search = _search_for(form)
         for rule in rules:
             if rule.action != action or rule.lang not in langs:
                 continue
-            if not _matches(rule, search):
+            if not _matches(rule, search, primary):
                 continue
             if rule.third_party and not mentions_third_party(original, form, rule.lang, third):
                 continue
