@@ -36,6 +36,7 @@ from db.scope import NoteScope
 from worker.manager.deps import PhaseDeps, bump
 from worker.manager.judge import ExtractedCandidate, MessageView, PairRelation
 from worker.normalize import content_hash, normalize_text
+from worker.writes.admission.effects import screen_effects
 
 # Context shown around the new messages, and neighbours shown to the judge.
 _MESSAGE_WINDOW = 200
@@ -128,6 +129,11 @@ class _ConversationExtraction:
             return "rejected_too_short"
         if len(note) > settings.max_note_length:
             return "rejected_too_long"
+        # A conversation is the way in for memory injection (MINJA): what the judge extracts
+        # from it is screened by effect like a write. There is no run to hold a doubtful
+        # candidate under, so it is not kept either; the conversation itself stays recorded.
+        if settings.screen_effects and screen_effects(note) is not None:
+            return "rejected_effect"
         scope = _target_scope(self.conversation.scope, candidate.scope)
         if scope is None:
             return "rejected_scope"

@@ -53,6 +53,11 @@ class EffectRule:
     none: tuple[re.Pattern[str], ...]
     third_party: bool
 
+    @property
+    def needs(self) -> frozenset[int]:
+        """The ids of its `all` patterns: the rule can match only if each could."""
+        return frozenset(id(p) for p in self.all)
+
 
 @dataclass(frozen=True)
 class EffectFinding:
@@ -120,6 +125,11 @@ def load_rules() -> tuple[tuple[EffectRule, ...], dict[str, re.Pattern[str]]]:
 
 
 @lru_cache(maxsize=1)
+def rules_needs() -> tuple[tuple[EffectRule, frozenset[int]], ...]:
+    return tuple((rule, rule.needs) for rule in load_rules()[0])
+
+
+@lru_cache(maxsize=1)
 def _prefilter() -> Prefilter:
     rules, _ = load_rules()
     return Prefilter(p for rule in rules for p in (*rule.all, *rule.none))
@@ -128,6 +138,7 @@ def _prefilter() -> Prefilter:
 def warm() -> None:
     """Compile the rules and build the prefilter now (worker start), not on the first write."""
     _prefilter()
+    rules_needs()
 
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -201,15 +212,15 @@ def _matches(rule: EffectRule, search: _Searches, primary: _Searches) -> bool:
 
 def _first_match(forms: Iterable[tuple[str, set[str]]], original: str,
                  action: Action) -> EffectFinding | None:
-    rules, third = load_rules()
+    _, third = load_rules()
     forms = list(forms)
     primary = _search_for(forms[0][0])
     for form, langs in forms:
         search = _search_for(form)
-        for rule in rules:
+        for rule, needs in rules_needs():
             if rule.action != action or rule.lang not in langs:
                 continue
-            if not _matches(rule, search, primary):
+            if not needs <= search.possible or not _matches(rule, search, primary):
                 continue
             if rule.third_party and not mentions_third_party(original, form, rule.lang, third):
                 continue
