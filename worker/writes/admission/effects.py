@@ -152,7 +152,7 @@ _TWO_NAMES = re.compile(r"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+\s+[A-ZÀ-ÖØ-Þ][a-
 _CHINESE_NAME = re.compile(
     "[王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘蒋蔡余杜叶程苏魏吕丁"
     "任沈姚卢姜崔钟谭陆汪范廖贾夏韦邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵严覃戴莫孔汤][\u4e00-\u9fff]{1,2}"
-    "(?=是|有|因|在|被|一直|涉嫌|曾|去年|和|与|，|,)")
+    "(?=[\u4e00-\u9fff，,。])")
 _NOT_NAMES = frozenset({
     "User", "I", "The", "My", "He", "She", "They", "We", "You", "Der", "Die", "Das", "Er",
     "Sie", "Ich", "Le", "La", "Les", "Il", "Elle", "Je", "El", "Ella", "Yo", "Los", "Las",
