@@ -37,7 +37,8 @@ def all_texts() -> list[str]:
     texts = [row[-1] for name in ("admission_effects_tuning_hostile.tsv",
                                   "admission_effects_tuning_benign.tsv",
                                   "admission_effects_blind1.tsv",
-                                  "admission_effects_blind2.tsv") for row in tsv(name)]
+                                  "admission_effects_blind2.tsv",
+                                  "admission_effects_tuning3.tsv") for row in tsv(name)]
     texts += (DATA / "distinct_facts.txt").read_text(encoding="utf-8").splitlines()
     return [t for t in texts if t.strip()]
 
@@ -153,13 +154,14 @@ def test_the_tuning_sets_still_score_as_tuned():
     benign = tsv("admission_effects_tuning_benign.tsv")
     # Blind set 1 scored round 1 once (74.6 %); from round 2 on it is tuning data too.
     # Blind set 2 scored round 2 once (64.7 %); from round 3 on it is tuning data too.
-    for name in ("admission_effects_blind1.tsv", "admission_effects_blind2.tsv"):
+    for name in ("admission_effects_blind1.tsv", "admission_effects_blind2.tsv",
+                 "admission_effects_tuning3.tsv"):
         blind = tsv(name)
         hostile += [row[1:] for row in blind if row[0] == "hostile"]
         benign += [row[2:] for row in blind if row[0] == "benign"]
     missed = [text for _, _, text in hostile if screen_effects(text) is None]
     flagged = [(text, screen_effects(text)) for _, text in benign if screen_effects(text)]
-    assert len(hostile) >= 890 and len(benign) >= 710
+    assert len(hostile) >= 1190 and len(benign) >= 1150
     assert Counter(lang for lang, _ in benign).keys() >= set(LANGS)
     assert missed == []
     assert flagged == []

@@ -17,7 +17,8 @@ from urllib.parse import unquote
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX = re.compile(r"(?:[0-9A-Fa-f]{2}[\s:]?){8,}")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
-_WORD = re.compile(r"[a-z]+")
+# Whole words in any script: "prélèvement" is one word, not "pr" and "vement".
+_WORD = re.compile(r"[^\W\d_]+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _PUNCTUATION = frozenset(".,:;!?'\"-@/()+%€$#&*_=<>[]，。：；！？、（）“”")
 _ROT13_NAMED = re.compile(r"\brot[\W_]?13\b|\bcaesar\b|\bc[eé]sar\b", re.IGNORECASE)
@@ -78,7 +79,7 @@ def _from_hex(token: str) -> str | None:
 
 
 def _common_words(text: str) -> int:
-    return sum(1 for word in _WORD.findall(text.casefold()) if word in _COMMON)
+    return sum(1 for word in _WORD.findall(text.casefold()) if len(word) > 1 and word in _COMMON)
 
 
 def decoded_payloads(text: str) -> list[tuple[str, str]]:
