@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from worker.normalize import matching_forms
 from worker.writes.admission.decoding import decoded_payloads
+from worker.writes.admission.effect_model import load_model
 from worker.writes.admission.prefilter import Prefilter
 
 Action = Literal["block", "quarantine"]
@@ -41,6 +42,9 @@ class Effect(StrEnum):
     THIRD_PARTY_CLAIM = "third-party-claim"
     # A readable payload hidden in an encoding, with no other effect found in it: doubtful.
     ENCODED_PAYLOAD = "encoded-payload"
+    # No rule matched, but the learned model (effect_model.py) finds it reads like the
+    # hostile notes: doubtful.
+    DOUBTFUL = "doubtful"
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,7 @@ def warm() -> None:
     """Compile the rules and build the prefilter now (worker start), not on the first write."""
     _prefilter()
     rules_needs()
+    load_model()
 
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -270,4 +275,7 @@ def screen_effects(text: str) -> EffectFinding | None:
     if payloads:
         encoding, decoded = payloads[0]
         return EffectFinding(Effect.ENCODED_PAYLOAD, "quarantine", "any", None, encoding)
+    model = load_model()
+    if model is not None and model.flags(forms[0][0]):
+        return EffectFinding(Effect.DOUBTFUL, "quarantine", "any", None)
     return None

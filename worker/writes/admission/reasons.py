@@ -31,6 +31,7 @@ class ReasonCode(StrEnum):
     EFFECT_CHANGE_RULES = "effect-change-rules"
     EFFECT_THIRD_PARTY_CLAIM = "effect-third-party-claim"
     EFFECT_ENCODED_PAYLOAD = "effect-encoded-payload"
+    EFFECT_DOUBTFUL = "effect-doubtful"
 
 
 NOT_SAVED = "Not saved: "
@@ -73,6 +74,7 @@ EFFECT_CLAUSES: dict[ReasonCode, str] = {
                                     "permissions or filters",
     ReasonCode.EFFECT_THIRD_PARTY_CLAIM: "the note makes a claim about another person",
     ReasonCode.EFFECT_ENCODED_PAYLOAD: "the note hides text in an encoding",
+    ReasonCode.EFFECT_DOUBTFUL: "the note reads like notes that direct an assistant to act",
 }
 for _code, _clause in EFFECT_CLAUSES.items():
     _SENTENCES[_code] = (f"{_clause}; memory holds facts and preferences about the user, "
