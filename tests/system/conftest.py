@@ -26,12 +26,38 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.system)
 
 
+def _truncate_when_quiet(conn: psycopg.Connection[Any], timeout_s: float = 30.0) -> None:
+    """TRUNCATE once no other transaction is running here. The module's worker starts before
+    this fixture runs, and may at once take a task a previous module left in its queues (a
+    cycle, a redelivered write); TRUNCATE locks its tables one after the other, so truncating
+    under such a transaction can deadlock (seen once). Waiting for the database to go quiet
+    removes the cause; if a task still starts in between, the deadlock's victim is this
+    statement alone, rolled back, and it is issued again once it is quiet."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        busy = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND state NOT IN ('idle') "
+            "AND backend_type = 'client backend'").fetchone()
+        if busy and busy[0] and time.monotonic() < deadline:
+            time.sleep(0.05)
+            continue
+        try:
+            conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
+            return
+        except psycopg.errors.DeadlockDetected:
+            if time.monotonic() >= deadline:
+                raise
+
+
 @pytest.fixture(autouse=True)
 def clean_state(request: pytest.FixtureRequest) -> Iterator[None]:
     """Empty tables and our Redis keys; Kombu's bindings stay for the module's worker."""
     services: Services = request.getfixturevalue("services")
     with psycopg.connect(services.database_url, autocommit=True) as conn:
-        conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
+        _truncate_when_quiet(conn)
     import redis
 
     client = redis.Redis.from_url(services.redis_url)

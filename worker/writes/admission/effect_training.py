@@ -26,7 +26,8 @@ from worker.writes.admission.effects import fold_for_effects
 DATA = Path(__file__).resolve().parents[3] / "tests" / "data"
 # The sets the model learns from; the blind set being scored next is never listed here.
 LABELLED = ("admission_effects_blind1.tsv", "admission_effects_blind2.tsv",
-            "admission_effects_blind3.tsv", "admission_effects_tuning3.tsv")
+            "admission_effects_blind3.tsv", "admission_effects_blind4.tsv",
+            "admission_effects_tuning3.tsv")
 EPOCHS, RATE, DECAY, SEED, FOLDS, BENIGN_QUANTILE = 10, 0.1, 1e-5, 0, 5, 0.99
 
 
