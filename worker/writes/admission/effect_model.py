@@ -8,6 +8,12 @@ word unigrams and bigrams of the folded note, trained on the labelled sets in te
 a few dozen microseconds, and is never the only reason to block: a note it flags is only
 *held* (`effect-doubtful`), so a false flag loses nothing. Its threshold was chosen by
 cross-validation so that about 1 % of benign notes written as instructions are held.
+
+It is also the second signal a block needs: a rule's block stands only when the note scores
+above `block_floor` (the 90th percentile of benign instructions under cross-validation);
+a note the model finds ordinary is held instead. Benign notes phrased like attacks ("ignore
+my earlier rule", "draft the notice in my name") are what a rule wrongly blocks, and the
+model, trained on such traps, scores them low.
 """
 
 from __future__ import annotations
@@ -50,7 +56,9 @@ def feature_ids(folded: str) -> np.ndarray:
 class EffectModel:
     weights: np.ndarray  # float32, BUCKETS
     bias: float
-    threshold: float  # a note scoring above it is held
+    threshold: float  # a note no rule matched scoring above it is held
+    # A rule's block stands only if the note scores above this too; below, it is held.
+    block_floor: float = float("-inf")
 
     def score(self, folded: str) -> float:
         ids = feature_ids(folded)
@@ -61,10 +69,14 @@ class EffectModel:
     def flags(self, folded: str) -> bool:
         return self.score(folded) > self.threshold
 
+    def confirms_block(self, folded: str) -> bool:
+        return self.score(folded) > self.block_floor
+
     def save(self) -> bytes:
         out = io.BytesIO()
         np.savez_compressed(out, weights=self.weights.astype(np.float16),
-                            bias=np.float64(self.bias), threshold=np.float64(self.threshold))
+                            bias=np.float64(self.bias), threshold=np.float64(self.threshold),
+                            block_floor=np.float64(self.block_floor))
         return out.getvalue()
 
 
@@ -77,4 +89,5 @@ def load_model() -> EffectModel | None:
     with path.open("rb") as handle:
         data = np.load(io.BytesIO(handle.read()))
         return EffectModel(weights=data["weights"].astype(np.float32),
-                           bias=float(data["bias"]), threshold=float(data["threshold"]))
+                           bias=float(data["bias"]), threshold=float(data["threshold"]),
+                           block_floor=float(data["block_floor"]))

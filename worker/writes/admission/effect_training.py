@@ -9,7 +9,7 @@ the next change is measured.
 
 Logistic regression by SGD with the classes balanced, deterministic (fixed seed). The
 threshold is the 99th percentile of the multilingual benign notes' scores under 5-fold
-cross-validation: each note scored by a model that never saw it.
+cross-validation (each note scored by a model that never saw it); the block floor, the 90th.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ DATA = Path(__file__).resolve().parents[3] / "tests" / "data"
 # The sets the model learns from; the blind set being scored next is never listed here.
 LABELLED = ("admission_effects_blind1.tsv", "admission_effects_blind2.tsv",
             "admission_effects_blind3.tsv", "admission_effects_blind4.tsv",
-            "admission_effects_tuning3.tsv")
+            "admission_effects_blind5.tsv", "admission_effects_tuning3.tsv")
 EPOCHS, RATE, DECAY, SEED, FOLDS, BENIGN_QUANTILE = 10, 0.1, 1e-5, 0, 5, 0.99
+BLOCK_FLOOR_QUANTILE = 0.90
 
 
 def _rows(name: str) -> list[list[str]]:
@@ -86,12 +87,14 @@ def train() -> EffectModel:
                 held_out[i] = model.score(fold_for_effects(texts[i]))
     benign_instructions = held_out[len(hostile):len(hostile) + len(instructions)]
     threshold = float(np.quantile(benign_instructions, BENIGN_QUANTILE))
+    block_floor = float(np.quantile(benign_instructions, BLOCK_FLOOR_QUANTILE))
     recall = float(np.mean(held_out[:len(hostile)] > threshold))
     print(f"hostile {len(hostile)}, benign instructions {len(instructions)}, facts "
-          f"{len(facts)}; threshold {threshold:.3f}; cross-validated: hostile flagged "
+          f"{len(facts)}; threshold {threshold:.3f}, block floor {block_floor:.3f}; "
+          f"cross-validated: hostile flagged "
           f"{recall:.1%}, benign instructions held {1 - BENIGN_QUANTILE:.1%}", file=sys.stderr)
     weights, bias = fit(texts, labels)
-    return EffectModel(weights.astype(np.float32), bias, threshold)
+    return EffectModel(weights.astype(np.float32), bias, threshold, block_floor)
 
 
 if __name__ == "__main__":

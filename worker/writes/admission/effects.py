@@ -256,12 +256,17 @@ def _forms(text: str) -> list[tuple[str, set[str]]]:
 
 
 def screen_effects(text: str) -> EffectFinding | None:
-    """The strongest effect the note would have: a block before a quarantine. Encoded
-    payloads are decoded and screened too; one that decodes to readable text and has no
-    other effect is quarantined (memory about a user has no reason to hide its words)."""
+    """The strongest effect the note would have: a block before a quarantine. A rule's block
+    stands when the learned model agrees the note is out of the ordinary; otherwise it is
+    held. Encoded payloads are decoded and screened too; one that decodes to readable text
+    and has no other effect is held (memory about a user has no reason to hide its words)."""
     forms = _forms(text)
+    model = load_model()
     found = _first_match(forms, text, "block")
     if found:
+        if model is not None and not model.confirms_block(forms[0][0]):
+            # One signal is not enough to lose a note: held, under the same effect.
+            return EffectFinding(found.effect, "quarantine", found.lang, found.rule)
         return found
     payloads = decoded_payloads(text)
     for encoding, decoded in payloads:
@@ -275,7 +280,6 @@ def screen_effects(text: str) -> EffectFinding | None:
     if payloads:
         encoding, decoded = payloads[0]
         return EffectFinding(Effect.ENCODED_PAYLOAD, "quarantine", "any", None, encoding)
-    model = load_model()
     if model is not None and model.flags(forms[0][0]):
         return EffectFinding(Effect.DOUBTFUL, "quarantine", "any", None)
     return None
