@@ -7,7 +7,7 @@ word unigrams and bigrams of the folded note, trained on the labelled sets in te
 (`effect_training.py`). It ships as one weight file (`effect_model.npz`), runs on the CPU in
 a few dozen microseconds, and is never the only reason to block: a note it flags is only
 *held* (`effect-doubtful`), so a false flag loses nothing. Its threshold was chosen by
-cross-validation so that about 1 % of benign notes written as instructions are held.
+cross-validation so that about 0.5 % of benign notes written as instructions are held.
 
 It is also the second signal a block needs: a rule's block stands only when the note scores
 above `block_floor` (the 90th percentile of benign instructions under cross-validation);

@@ -8,7 +8,7 @@ of the correction and fact sets. A blind set not yet scored must not be in here:
 the next change is measured.
 
 Logistic regression by SGD with the classes balanced, deterministic (fixed seed). The
-threshold is the 99th percentile of the multilingual benign notes' scores under 5-fold
+threshold is the 99.5th percentile of the multilingual benign notes' scores under 5-fold
 cross-validation (each note scored by a model that never saw it); the block floor, the 90th.
 """
 
@@ -27,8 +27,9 @@ DATA = Path(__file__).resolve().parents[3] / "tests" / "data"
 # The sets the model learns from; the blind set being scored next is never listed here.
 LABELLED = ("admission_effects_blind1.tsv", "admission_effects_blind2.tsv",
             "admission_effects_blind3.tsv", "admission_effects_blind4.tsv",
-            "admission_effects_blind5.tsv", "admission_effects_tuning3.tsv")
-EPOCHS, RATE, DECAY, SEED, FOLDS, BENIGN_QUANTILE = 10, 0.1, 1e-5, 0, 5, 0.99
+            "admission_effects_blind5.tsv", "admission_effects_blind6.tsv",
+            "admission_effects_tuning3.tsv")
+EPOCHS, RATE, DECAY, SEED, FOLDS, BENIGN_QUANTILE = 10, 0.1, 1e-5, 0, 5, 0.995
 BLOCK_FLOOR_QUANTILE = 0.90
 
 
