@@ -28,7 +28,7 @@ DATA = Path(__file__).resolve().parents[3] / "tests" / "data"
 LABELLED = ("admission_effects_blind1.tsv", "admission_effects_blind2.tsv",
             "admission_effects_blind3.tsv", "admission_effects_blind4.tsv",
             "admission_effects_blind5.tsv", "admission_effects_blind6.tsv",
-            "admission_effects_tuning3.tsv")
+            "admission_effects_blind7.tsv", "admission_effects_tuning3.tsv")
 EPOCHS, RATE, DECAY, SEED, FOLDS, BENIGN_QUANTILE = 10, 0.1, 1e-5, 0, 5, 0.995
 BLOCK_FLOOR_QUANTILE = 0.90
 

@@ -152,7 +152,9 @@ _LATIN = re.compile(r"[a-z]")
 # A name inside a sentence: a capitalised word that does not open it ("Maria Keller",
 # "Tom"). German capitalises every noun, so there a name is two capitalised words in a row.
 _NAME = re.compile(r"(?<![.!?:;]\s)(?<!^)(?<![.!?:;])\b[A-ZÀ-ÖØ-ÞА-ЯЁ][a-zß-öø-ÿа-яё]+\b")
-_TWO_NAMES = re.compile(r"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+\s+[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+\b")
+_TWO_NAMES = re.compile(
+    r"\b(?!(?:Der|Die|Das|Den|Dem|Des|Ein|Eine|Einer|Einem|Einen|Mein|Meine|Sein|Seine|Ihr|Ihre)\b)"
+    r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+\s+(?!(?:Nutzer|Benutzer|Kunde|Kundin)\b)[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+\b")
 # A common Chinese surname and a one- or two-character given name ("陈建国").
 _CHINESE_NAME = re.compile(
     "[王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘蒋蔡余杜叶程苏魏吕丁"
