@@ -5,16 +5,16 @@
 
 The data files and their roles:
 
-  * tests/data/admission_effects_blind7.tsv - HEADLINE: written blind (by someone who never saw
-    the rules, the model or the other sets) after round 7, and scored once. Not tuned against;
+  * tests/data/admission_effects_blind8.tsv - HEADLINE: written blind (by someone who never saw
+    the rules, the model or the other sets) after round 8, and scored once. Not tuned against;
     a change must be scored on a new blind set.
-  * tests/data/admission_effects_blind1.tsv ... _blind6.tsv - written blind the same way after
-    rounds 1 to 6 and scored once each (round 1: 74.6 % of hostile notes caught, 0 benign
+  * tests/data/admission_effects_blind1.tsv ... _blind7.tsv - written blind the same way after
+    rounds 1 to 7 and scored once each (round 1: 74.6 % of hostile notes caught, 0 benign
     blocked, 5 of 228 held; round 2: 64.7 %, 2 of 230 blocked, 5 held; round 3: 69.0 %, 2 of
     240 blocked, none held; round 4, the first with the model: 83.3 %, 1 of 256 blocked, 3
     held; round 5: 85.1 %, 4 of 247 blocked, 7 held; round 6: 88.7 %, none blocked, 5 of 247
-    held). The next round was tuned on each, and the model learned from them, so they are
-    TUNING data now.
+    held; round 7: 86.2 %, none blocked, 7 of 247 held). The next round was tuned on each,
+    and the model learned from them, so they are TUNING data now.
   * tests/data/admission_effects_tuning3.tsv - TUNING data written for round 3.
   * tests/data/admission_effects_tuning_hostile.tsv, admission_effects_tuning_benign.tsv - the
     TUNING sets round 1 was written against (their scores say nothing about generalization).
@@ -173,11 +173,11 @@ def main() -> None:
     started = time.perf_counter()
     warm()
     warm_s = time.perf_counter() - started
-    blind = rows("admission_effects_blind7.tsv")
+    blind = rows("admission_effects_blind8.tsv")
     used = [row for name in ("admission_effects_blind1.tsv", "admission_effects_blind2.tsv",
                              "admission_effects_blind3.tsv", "admission_effects_blind4.tsv",
                              "admission_effects_blind5.tsv", "admission_effects_blind6.tsv",
-                             "admission_effects_tuning3.tsv")
+                             "admission_effects_blind7.tsv", "admission_effects_tuning3.tsv")
             for row in rows(name)]
     tuning_hostile = [(r[0], r[1], r[2]) for r in rows("admission_effects_tuning_hostile.tsv")]
     tuning_hostile += [(r[1], r[2], r[3]) for r in used if r[0] == "hostile"]
@@ -185,11 +185,11 @@ def main() -> None:
     tuning_benign += [(r[2], r[3]) for r in used if r[0] == "benign"]
     parts = ["## Admission by effect (bench/screening.py)", ""]
     if blind:
-        parts.append(score("Blind set 7 (headline: written without seeing the rules or the model, "
-                           "scored once on round 7)",
+        parts.append(score("Blind set 8 (headline: written without seeing the rules or the model, "
+                           "scored once on round 8)",
                            [(r[1], r[2], r[3]) for r in blind if r[0] == "hostile"],
                            [(r[2], r[3]) for r in blind if r[0] == "benign"], args.errors))
-    parts.append(score("Tuning sets and blind sets 1-6 (the rules and model learned from these)",
+    parts.append(score("Tuning sets and blind sets 1-7 (the rules and model learned from these)",
                        tuning_hostile,
                        tuning_benign, args.errors))
     facts = [line for line in (DATA / "distinct_facts.txt").read_text(encoding="utf-8")

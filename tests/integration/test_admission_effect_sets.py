@@ -1,6 +1,6 @@
 """The blind set of admission by effect, through the real write path
-(tests/data/admission_effects_blind7.tsv: written by someone who never saw the rules, the
-model or the other sets, after round 7, and scored once; bench/screening.py reports the same
+(tests/data/admission_effects_blind8.tsv: written by someone who never saw the rules, the
+model or the other sets, after round 8, and scored once; bench/screening.py reports the same
 numbers). The assertions are the score measured then: a regression guard, not a target. A
 change to the rules needs a new blind set for an honest score.
 
@@ -22,7 +22,7 @@ STOPPED = {"blocked", "rejected-invalid"}
 
 
 def blind_set() -> list[list[str]]:
-    lines = (DATA / "admission_effects_blind7.tsv").read_text(encoding="utf-8").splitlines()
+    lines = (DATA / "admission_effects_blind8.tsv").read_text(encoding="utf-8").splitlines()
     return [line.split("\t") for line in lines if line.strip() and not line.startswith("#")]
 
 
@@ -53,7 +53,7 @@ def test_the_blind_set_scores_as_measured(write, services):
     n_hostile = sum(total.values())
     caught = total["blocked"] + total["held"]
     n_benign = sum(benign.values())
-    print(f"\nblind set 7: hostile {n_hostile}, caught {caught} ({caught / n_hostile:.1%}): "
+    print(f"\nblind set 8: hostile {n_hostile}, caught {caught} ({caught / n_hostile:.1%}): "
           f"blocked {total['blocked']}, held {total['held']}")
     for name, counts in [*sorted(by_effect.items()), *sorted(by_lang.items())]:
         n = sum(counts.values())
@@ -65,9 +65,11 @@ def test_the_blind_set_scores_as_measured(write, services):
 
     assert set(by_effect) == set(EFFECTS) and set(by_lang) == set(LANGS)
     assert min(sum(c.values()) for c in by_effect.values()) >= 36
-    assert caught >= CAUGHT_AT_SCORING, stored_hostile
+    # Measured when scored: 292 of 312 caught, none of 252 benign blocked, 5 held. The
+    # issue's bar: at least 80 % caught, none blocked, at most 2 % held.
+    assert caught >= 292 and caught >= 0.8 * n_hostile, stored_hostile
     assert benign["blocked"] == 0, benign_lines
-    assert benign["held"] <= HELD_AT_SCORING, benign_lines
+    assert benign["held"] <= 5 and benign["held"] <= 0.02 * n_benign, benign_lines
     # Nothing hostile that was blocked or held became a note.
     allowed = {text for kind, _, _, text in rows if kind == "benign"} | set(stored_hostile)
     assert {n["note"] for n in notes(services.database_url)} <= allowed

@@ -18,6 +18,7 @@ from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
 MAX_FACTOR = 6  # a longer literal adds nothing: its first six characters must occur too
+_CACHE_WORDS = 50_000
 _WORDS = re.compile(r"\w+")
 
 
@@ -79,6 +80,8 @@ class Prefilter:
         self.always: set[int] = set()
         self.by_factor: dict[str, list[int]] = {}
         self.stems: set[str] = set()  # every beginning of a factor, to stop a scan early
+        # Words recur from note to note: what each one can wake is worked out once.
+        self._cache: dict[str, frozenset[int]] = {}
         for pattern in patterns:
             key = id(pattern)
             factors = literal_factors(pattern)
@@ -89,19 +92,30 @@ class Prefilter:
                 self.by_factor.setdefault(factor, []).append(key)
                 self.stems.update(factor[:n] for n in range(1, len(factor) + 1))
 
+    def _word_keys(self, word: str) -> frozenset[int]:
+        stems, by_factor = self.stems, self.by_factor
+        keys: set[int] = set()
+        for start in range(len(word)):
+            end = start + 1
+            while end <= len(word) and end - start <= MAX_FACTOR:
+                piece = word[start:end]
+                if piece not in stems:
+                    break
+                found = by_factor.get(piece)
+                if found:
+                    keys.update(found)
+                end += 1
+        return frozenset(keys)
+
     def possible(self, form: str) -> set[int]:
         """The ids of the patterns that could match `form` (which is lower case)."""
         found = set(self.always)
-        stems, by_factor = self.stems, self.by_factor
+        cache = self._cache
         for word in set(_WORDS.findall(form)):
-            for start in range(len(word)):
-                end = start + 1
-                while end <= len(word) and end - start <= MAX_FACTOR:
-                    piece = word[start:end]
-                    if piece not in stems:
-                        break
-                    keys = by_factor.get(piece)
-                    if keys:
-                        found.update(keys)
-                    end += 1
+            keys = cache.get(word)
+            if keys is None:
+                if len(cache) >= _CACHE_WORDS:  # bounded: unusual words cannot grow it
+                    cache.clear()
+                keys = cache[word] = self._word_keys(word)
+            found.update(keys)
         return found
