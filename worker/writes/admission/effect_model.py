@@ -39,13 +39,14 @@ def feature_ids(folded: str) -> np.ndarray:
     padded = f" {folded} "
     codes = np.frombuffer(padded.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
     parts = []
-    for n in NGRAMS:
+    # The hash of an n+1-gram extends the n-gram's: h(c0..cn) = h(c0..cn-1) * P + cn.
+    rolled = np.zeros(len(codes), dtype=np.uint64)
+    for n in range(1, max(NGRAMS) + 1):
         if len(codes) < n:
-            continue
-        rolled = np.zeros(len(codes) - n + 1, dtype=np.uint64)
-        for offset in range(n):
-            rolled = rolled * _PRIME + codes[offset:len(codes) - n + 1 + offset]
-        parts.append((rolled * np.uint64(2 * n + 1)) % np.uint64(BUCKETS))
+            break
+        rolled = rolled[:len(codes) - n + 1] * _PRIME + codes[n - 1:]
+        if n in NGRAMS:
+            parts.append((rolled * np.uint64(2 * n + 1)) % np.uint64(BUCKETS))
     words = folded.split()
     tokens = [f"w:{w}" for w in words] + [f"b:{a} {b}" for a, b in pairwise(words)]
     parts.append(np.array([zlib.crc32(t.encode()) % BUCKETS for t in tokens], dtype=np.uint64))

@@ -128,9 +128,10 @@ def load_rules() -> tuple[tuple[EffectRule, ...], dict[str, re.Pattern[str]]]:
     return rules, third
 
 
-@lru_cache(maxsize=1)
-def rules_needs() -> tuple[tuple[EffectRule, frozenset[int]], ...]:
-    return tuple((rule, rule.needs) for rule in load_rules()[0])
+@lru_cache(maxsize=2)
+def rules_needs(action: Action) -> tuple[tuple[EffectRule, frozenset[int]], ...]:
+    """The rules of one action, in file order, with the patterns each needs."""
+    return tuple((rule, rule.needs) for rule in load_rules()[0] if rule.action == action)
 
 
 @lru_cache(maxsize=1)
@@ -142,7 +143,8 @@ def _prefilter() -> Prefilter:
 def warm() -> None:
     """Compile the rules and build the prefilter now (worker start), not on the first write."""
     _prefilter()
-    rules_needs()
+    rules_needs("block")
+    rules_needs("quarantine")
     load_model()
 
 
@@ -224,8 +226,8 @@ def _first_match(forms: Iterable[tuple[str, set[str]]], original: str,
     primary = _search_for(forms[0][0])
     for form, langs in forms:
         search = _search_for(form)
-        for rule, needs in rules_needs():
-            if rule.action != action or rule.lang not in langs:
+        for rule, needs in rules_needs(action):
+            if rule.lang not in langs:
                 continue
             if not needs <= search.possible or not _matches(rule, search, primary):
                 continue
