@@ -56,11 +56,8 @@ class EffectRule:
     all: tuple[re.Pattern[str], ...]
     none: tuple[re.Pattern[str], ...]
     third_party: bool
-
-    @property
-    def needs(self) -> frozenset[int]:
-        """The ids of its `all` patterns: the rule can match only if each could."""
-        return frozenset(id(p) for p in self.all)
+    # The ids of its `all` patterns: the rule can match only if the prefilter allows each.
+    needs: frozenset[int]
 
 
 @dataclass(frozen=True)
@@ -117,21 +114,23 @@ def load_rules() -> tuple[tuple[EffectRule, ...], dict[str, re.Pattern[str]]]:
     data = tomllib.loads((resources.files("worker.writes.admission") / "effect_rules.toml")
                         .read_text(encoding="utf-8"))
     macros: dict[str, str] = data["macros"]
-    rules = tuple(
-        EffectRule(effect=Effect(raw["effect"]), action=raw["action"], lang=raw["lang"],
-                   index=index, all=tuple(_compile(p, macros) for p in raw["all"]),
-                   none=tuple(_compile(p, macros) for p in raw.get("none", ())),
-                   third_party=bool(raw.get("third_party", False)))
-        for index, raw in enumerate(data["rule"]))
+    rules = []
+    for index, raw in enumerate(data["rule"]):
+        required = tuple(_compile(p, macros) for p in raw["all"])
+        rules.append(EffectRule(
+            effect=Effect(raw["effect"]), action=raw["action"], lang=raw["lang"], index=index,
+            all=required, none=tuple(_compile(p, macros) for p in raw.get("none", ())),
+            third_party=bool(raw.get("third_party", False)),
+            needs=frozenset(id(p) for p in required)))
     third = {name.removeprefix("THIRD_").lower(): _compile(body, macros)
              for name, body in macros.items() if name.startswith("THIRD_")}
-    return rules, third
+    return tuple(rules), third
 
 
 @lru_cache(maxsize=2)
-def rules_needs(action: Action) -> tuple[tuple[EffectRule, frozenset[int]], ...]:
-    """The rules of one action, in file order, with the patterns each needs."""
-    return tuple((rule, rule.needs) for rule in load_rules()[0] if rule.action == action)
+def rules_for(action: Action) -> tuple[EffectRule, ...]:
+    """The rules of one action, in file order."""
+    return tuple(rule for rule in load_rules()[0] if rule.action == action)
 
 
 @lru_cache(maxsize=1)
@@ -143,8 +142,8 @@ def _prefilter() -> Prefilter:
 def warm() -> None:
     """Compile the rules and build the prefilter now (worker start), not on the first write."""
     _prefilter()
-    rules_needs("block")
-    rules_needs("quarantine")
+    rules_for("block")
+    rules_for("quarantine")
     load_model()
 
 
@@ -226,10 +225,10 @@ def _first_match(forms: Iterable[tuple[str, set[str]]], original: str,
     primary = _search_for(forms[0][0])
     for form, langs in forms:
         search = _search_for(form)
-        for rule, needs in rules_needs(action):
+        for rule in rules_for(action):
             if rule.lang not in langs:
                 continue
-            if not needs <= search.possible or not _matches(rule, search, primary):
+            if not rule.needs <= search.possible or not _matches(rule, search, primary):
                 continue
             if rule.third_party and not mentions_third_party(original, form, rule.lang, third):
                 continue
@@ -274,16 +273,16 @@ def screen_effects(text: str) -> EffectFinding | None:
         return found
     payloads = decoded_payloads(text)
     for encoding, decoded in payloads:
-        hit = _first_match(_forms(decoded), decoded, "block") or _first_match(
-            _forms(decoded), decoded, "quarantine")
+        decoded_forms = _forms(decoded)
+        hit = (_first_match(decoded_forms, decoded, "block")
+               or _first_match(decoded_forms, decoded, "quarantine"))
         if hit:
             return EffectFinding(hit.effect, hit.action, hit.lang, hit.rule, encoding)
     found = _first_match(forms, text, "quarantine")
     if found:
         return found
     if payloads:
-        encoding, decoded = payloads[0]
-        return EffectFinding(Effect.ENCODED_PAYLOAD, "quarantine", "any", None, encoding)
+        return EffectFinding(Effect.ENCODED_PAYLOAD, "quarantine", "any", None, payloads[0][0])
     if model is not None and model.flags(forms[0][0]):
         return EffectFinding(Effect.DOUBTFUL, "quarantine", "any", None)
     return None
