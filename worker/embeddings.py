@@ -144,6 +144,11 @@ class CachedEmbedder:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
+    def cached(self, text: str) -> np.ndarray | None:
+        """The text's vector if this process already has it; never embeds."""
+        with self._lock:
+            return self._cache.get(text)
+
     def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         found: dict[str, np.ndarray] = {}
         with self._lock:
@@ -207,6 +212,17 @@ class SharedVectorCache:
             except Exception:
                 pass
         return [found[t] for t in texts]
+
+
+def computes_in_process(embedder: Embedder) -> bool:
+    """The vectors come from the local model under whatever caches wrap it: their time is
+    bounded by the texts, never a wait on a network endpoint."""
+    while not isinstance(embedder, LocalEmbedder):
+        inner = getattr(embedder, "inner", None)
+        if inner is None:
+            return False
+        embedder = inner
+    return True
 
 
 class EmbedderUnavailable(RuntimeError):

@@ -358,3 +358,32 @@ def test_a_carried_result_of_an_erased_subject_is_deleted(services, visit_settin
     refused = AsyncResult(chain.task_ids[2], app=app).get(timeout=5)
     assert refused["disposition"] == "rejected-erased" and refused["run_id"] is None
     assert redis_hits(services.redis_url, [victim, "visit-erased"]) == []
+
+
+def test_the_result_store_is_asked_once_a_visit_and_a_silent_one_carries_nothing(
+        services, visit_settings):
+    """Before its first carried write a visit asks whether the result store answers; then
+    each stored result answers for it. A store that does not answer carries nothing."""
+    from worker.app.chain_visit import Visit, carry_writes
+    from worker.celery_app import app
+    from worker.writes.apply import WriteResult, apply_memory_write
+
+    deps = visit_settings().write_deps()
+    asked: list[bool] = []
+    for run_id, answers in (("visit-silent", False), ("visit-answers", True)):
+        chain = Chain(run_context(run_id), DISTINCT_FACTS[:4])
+        head = apply_memory_write(deps, chain.run, chain.writes[0], chain.seqs[0],
+                                  task_id=chain.task_ids[0], prev_payload=chain.prevs[0])
+        assert isinstance(head, WriteResult)
+        asked.clear()
+        end = carry_writes(deps, chain.steps(0), Visit(
+            head_task_id=chain.task_ids[0], backend=app.backend, started=time.monotonic(),
+            reachable=lambda answers=answers: asked.append(answers) or answers))
+        assert asked == [answers]
+        if answers:
+            assert end.carried == 3 and end.rest is None
+            assert all(map(_stored, chain.task_ids[1:]))
+        else:
+            assert end.carried == 0 and end.last_task_id == chain.task_ids[0]
+            assert end.rest is not None and len(end.rest) == 3
+            assert [r["seq"] for r in _log(services.database_url, run_id)] == chain.seqs[:1]

@@ -139,9 +139,11 @@ class Visit:
     erasure_started_us: int | None = None  # the Redis clock then (erased_results)
     events: Events | None = None
     clock: Callable[[], float] = time.monotonic
-    # Whether the result store answers, asked before each carried write: while it is away a
-    # carried write's result could not be stored (its client would wait for the redelivery
-    # pass), so the rest goes as a continuation, kept in Postgres until the broker is back.
+    # Whether the result store answers, asked before the first carried write: while it is
+    # away a carried write's result could not be stored (its client would wait for the
+    # redelivery pass), so the rest goes as a continuation, kept in Postgres until the broker
+    # is back. After that, each stored result says it answers (no round trip of its own); a
+    # result that cannot be stored sends its write out again with the rest.
     reachable: Callable[[], bool] = lambda: True
 
 
@@ -163,7 +165,7 @@ def carry_writes(deps: WriteDeps, steps: list[dict[str, Any]] | None,
         write = chained_write(rest[-1])
         if write is None:
             break  # not ours to apply here: it goes as its own message
-        if not visit.reachable():
+        if applied == 1 and not visit.reachable():
             break
         began = time.perf_counter()
         cut = False

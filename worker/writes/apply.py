@@ -10,7 +10,10 @@ Plain Python: the Celery task, the benchmark and the tests all call `apply_memor
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -19,14 +22,20 @@ from sqlalchemy import Connection
 from db.enums import Disposition
 from db.queries.runs import WriteState, written_after
 from worker.agents import config_from_row
-from worker.embeddings import EmbeddingError
+from worker.embeddings import CachedEmbedder, EmbeddingError, computes_in_process
 from worker.writes.admission import (
     ReasonCode,
     TraceEventName,
     principal_probes,
     resolve_policy,
 )
-from worker.writes.attempt import Embedding, Outcome, WriteAttempt, embeddable_text
+from worker.writes.attempt import (
+    Embedding,
+    EmbeddingInFlight,
+    Outcome,
+    WriteAttempt,
+    embeddable_text,
+)
 from worker.writes.operation import (
     Clock,
     Step,
@@ -49,7 +58,8 @@ from worker.writes.pipeline import run_guards
 from worker.writes.sequencing import apply_in_order, parse_sequenced
 
 __all__ = ["PERSISTED", "Clock", "WaitForSequence", "WriteDeps", "WriteResult",
-           "apply_memory_write", "embed_text", "prefetch_embeddings", "utc_now"]
+           "apply_memory_write", "embed_text", "prefetch_embeddings", "start_embedding",
+           "utc_now"]
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +93,45 @@ def embed_text(deps: WriteDeps, text: str | None) -> Embedding:
     return Embedding(vector, deps.embedder.model_name)
 
 
+# One embedding thread per process: with the local model, a write's vector is computed there
+# while its transaction begins (the run's lock and state, admission): ONNX Runtime releases
+# the GIL, so the two overlap. The transaction then holds the run's lock and the erasure
+# fence (shared) until the vector is there, which the local model bounds (one note: ~5 ms,
+# the longest ~60 ms). Not so a remote endpoint's answer, nor a chain's batch: those are
+# asked for before the transaction. Threads do not survive fork: a process makes its own.
+_embedding_threads: dict[int, ThreadPoolExecutor] = {}
+_embedding_threads_lock = threading.Lock()
+
+
+def _embedding_thread() -> ThreadPoolExecutor:
+    pid = os.getpid()
+    with _embedding_threads_lock:
+        pool = _embedding_threads.get(pid)
+        if pool is None:
+            _embedding_threads.clear()  # a parent's, dead in this child
+            pool = _embedding_threads[pid] = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="embedding")
+        return pool
+
+
+def start_embedding(deps: WriteDeps, text: str | None) -> Embedding | EmbeddingInFlight:
+    """The text's vector: at once when this process has it cached (or there is nothing to
+    embed), else computed on the embedding thread while the caller goes on."""
+    if text is None or deps.embedder is None or not computes_in_process(deps.embedder):
+        return embed_text(deps, text)
+    if isinstance(deps.embedder, CachedEmbedder):
+        vector = deps.embedder.cached(text)
+        if vector is not None:
+            return Embedding(vector, deps.embedder.model_name)
+    try:
+        return EmbeddingInFlight(_embedding_thread().submit(embed_text, deps, text))
+    except RuntimeError:  # the interpreter is shutting down: no new threads
+        return embed_text(deps, text)
+
+
 def prefetch_embeddings(deps: WriteDeps, writes: list[Any]) -> None:
     """Embed a batch of upcoming writes at once; the caches hand the vectors to their tasks.
+    Before any transaction (a batch may take a while): each write then finds its vector.
 
     Batching is several times cheaper per sentence than one call per write. Best effort: a
     failure here only means each write embeds (or fails open) on its own."""
@@ -129,7 +176,7 @@ def apply_memory_write(
     digest = payload_digest(run_payload, write_payload)
     text = (embeddable_text(request, deps.settings.max_note_length)
             if isinstance(request, WriteRequest) else None)
-    embedding = embed_text(deps, text) if text is not None else Embedding(None, None)
+    embedding = start_embedding(deps, text) if text is not None else Embedding(None, None)
     # The principals the note's id-like words may name: asked with the run's state.
     probes = (() if text is None else
               principal_probes(text, user_id=run.user_id, company_id=run.company_id))
@@ -143,7 +190,7 @@ def apply_memory_write(
 
 def _guarded_write(conn: Connection, deps: WriteDeps, run: RunContext,
                    request: WriteRequest | Invalid, seq: int, state: WriteState,
-                   embedding: Embedding, now: datetime) -> Step:
+                   embedding: Embedding | EmbeddingInFlight, now: datetime) -> Step:
     """The guard pipeline's decision on one write, and the note change it made."""
     if isinstance(request, Invalid):
         return Step(Outcome(Disposition.REJECTED_INVALID, f"Not saved: {request.reason}."),

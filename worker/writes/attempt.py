@@ -9,6 +9,7 @@ apart from either.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -43,6 +44,32 @@ class Embedding:
     error: str | None = None
 
 
+class EmbeddingInFlight:
+    """A write's vector still being computed on its process's embedding thread
+    (worker/writes/apply.py) while the write's transaction begins; read like an `Embedding`,
+    the first read waits for it."""
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: Future[Embedding]) -> None:
+        self._future = future
+
+    def result(self) -> Embedding:
+        return self._future.result()
+
+    @property
+    def vector(self) -> np.ndarray | None:
+        return self.result().vector
+
+    @property
+    def model(self) -> str | None:
+        return self.result().model
+
+    @property
+    def error(self) -> str | None:
+        return self.result().error
+
+
 @dataclass(frozen=True)
 class Outcome:
     disposition: Disposition
@@ -65,7 +92,7 @@ class WriteAttempt:
     agent: AgentConfig
     write_policy: WritePolicy
     persisted_count: int
-    embedding: Embedding
+    embedding: Embedding | EmbeddingInFlight
     now: datetime
     memory_policy: MemoryPolicy = field(default_factory=MemoryPolicy)
     admitted_count: int = 0

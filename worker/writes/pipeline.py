@@ -79,14 +79,16 @@ def clamp_scope(attempt: WriteAttempt) -> Outcome | None:
 def look_around_scope(attempt: WriteAttempt) -> Outcome | None:
     """Lock the exact scope and fetch what the remaining guards compare against."""
     assert attempt.scope is not None
+    # The vector before the lock: the scope is not held while it is still being computed.
+    vector, model = attempt.embedding.vector, attempt.embedding.model
     lock_scope(attempt.conn, attempt.scope)
     attempt.neighbours = scope_neighbours(
         attempt.conn,
         run_id=attempt.run.run_id,
         scope=attempt.scope,
         content_hash=attempt.content_hash,
-        vector=attempt.embedding.vector,
-        embedding_model=attempt.embedding.model,
+        vector=vector,
+        embedding_model=model,
         shortlist=attempt.write_policy.near_dup_shortlist,
         related_floor=attempt.write_policy.correction_related_similarity,
     )
