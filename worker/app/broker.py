@@ -63,6 +63,17 @@ class Channel(kombu_redis.Channel):  # type: ignore[misc]
     # that is the message's own (not JSON), an error after it is someone else's to handle.
     _handed_over = False
 
+    def _create_client(self, asynchronous: bool = False) -> Any:
+        """kombu builds a new Redis client for every publish, acknowledgement and event
+        (~0.2 ms each); one over the channel's pool serves them all: a client holds no
+        connection of its own, each command takes one from the pool."""
+        if asynchronous:
+            return super()._create_client(asynchronous=True)
+        client = self.__dict__.get("_sync_client")
+        if client is None or client.connection_pool is not self.pool:  # a new pool: reconnected
+            client = self._sync_client = super()._create_client()
+        return client
+
     def basic_consume(self, queue: str, *args: Any, **kwargs: Any) -> Any:
         consumed = super().basic_consume(queue, *args, **kwargs)
         deliver = self.connection._callbacks[queue]
