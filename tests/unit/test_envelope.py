@@ -43,7 +43,15 @@ def _refusal(verdict: Any) -> tuple[list[Any], dict[str, Any]]:
 
 
 def test_a_whole_envelope_is_delivered_as_it_is():
-    assert screen_envelope(_envelope([RUN, {"note": "x"}, 1]), BINDING) is None
+    assert screen_envelope(_envelope([RUN, {"note": "x"}, 1]), lambda: BINDING) is None
+
+
+def test_a_whole_envelope_never_asks_for_its_binding():
+    """The binding is a round trip to the broker: asked only for a message to repair."""
+    def unasked() -> tuple[str, str]:
+        raise AssertionError("the binding was asked for a message delivered as it is")
+
+    assert screen_envelope(_envelope([RUN, {"note": "x"}, 1]), unasked) is None
 
 
 @pytest.mark.parametrize("breaks,named", [
@@ -65,7 +73,7 @@ def test_a_whole_envelope_is_delivered_as_it_is():
 def test_each_broken_field_is_named_in_the_refusal(breaks, named):
     envelope = _envelope([RUN, {"note": "x"}, 3, 2])
     breaks(envelope)
-    verdict = screen_envelope(envelope, BINDING)
+    verdict = screen_envelope(envelope, lambda: BINDING)
     assert isinstance(verdict, Refused) and named in verdict.reason, verdict
     assert verdict.task_id == "t-1" and verdict.task_name == "memory.write"
 
@@ -73,8 +81,8 @@ def test_each_broken_field_is_named_in_the_refusal(breaks, named):
 def test_the_repaired_envelope_is_whole_and_keeps_the_run_and_seq():
     envelope = _envelope([RUN, {"note": "x"}, 3, 2])
     del envelope["properties"]["delivery_tag"]
-    verdict = screen_envelope(envelope, ("ex", "rk"))
-    assert screen_envelope(verdict.envelope, BINDING) is None  # type: ignore[union-attr]
+    verdict = screen_envelope(envelope, lambda: ("ex", "rk"))
+    assert screen_envelope(verdict.envelope, lambda: BINDING) is None  # type: ignore[union-attr]
     properties = verdict.envelope["properties"]  # type: ignore[union-attr]
     assert properties["delivery_info"] == {"exchange": "ex", "routing_key": "rk"}
     assert properties["delivery_tag"] and verdict.envelope["headers"]["id"] == "t-1"  # type: ignore[union-attr]
@@ -88,21 +96,21 @@ def test_a_plain_text_body_with_an_unknown_encoding_is_still_read():
     envelope = _envelope([])
     envelope["body"] = json.dumps([[RUN, {"note": "x"}, 1], {}, None])
     envelope["properties"]["body_encoding"] = "utf8"
-    assert _refusal(screen_envelope(envelope, BINDING))[0] == [RUN, {"note": "x"}, 1]
+    assert _refusal(screen_envelope(envelope, lambda: BINDING))[0] == [RUN, {"note": "x"}, 1]
 
 
 def test_a_body_that_cannot_be_read_is_refused_without_arguments():
     envelope = _envelope([])
     envelope["body"] = "not base64, not json"
     envelope["properties"]["body_encoding"] = "gzip"
-    args, kwargs = _refusal(screen_envelope(envelope, BINDING))
+    args, kwargs = _refusal(screen_envelope(envelope, lambda: BINDING))
     assert args == [] and set(kwargs) == {REFUSED}
 
 
 def test_deep_parts_of_a_readable_body_are_not_passed_on():
     envelope = _envelope([RUN, nested(100), 1])
     del envelope["properties"]["delivery_tag"]
-    args, _ = _refusal(screen_envelope(envelope, BINDING))
+    args, _ = _refusal(screen_envelope(envelope, lambda: BINDING))
     assert args == [RUN, None, 1]
 
 
@@ -114,14 +122,14 @@ def test_deep_parts_of_a_readable_body_are_not_passed_on():
     ({"headers": {"id": "t-1", "task": 5}}, "headers.task is not"),
 ])
 def test_without_a_task_id_and_name_nothing_can_be_answered(raw, reason):
-    verdict = screen_envelope(raw, BINDING)
+    verdict = screen_envelope(raw, lambda: BINDING)
     assert isinstance(verdict, Unusable) and reason in verdict.reason
 
 
 def test_another_apps_task_with_a_broken_envelope_is_only_kept():
     envelope = _envelope([], task="celery.accumulate")
     del envelope["properties"]["delivery_tag"]
-    verdict = screen_envelope(envelope, BINDING)
+    verdict = screen_envelope(envelope, lambda: BINDING)
     assert isinstance(verdict, Unusable) and verdict.task_name == "celery.accumulate"
 
 

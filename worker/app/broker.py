@@ -91,7 +91,7 @@ class Channel(kombu_redis.Channel):  # type: ignore[misc]
         # headers and are none of the screening's business.
         if queue not in self.connection.client.transport_options.get("screened_queues", ()):
             return deliver(raw)
-        verdict = screen_envelope(raw, self._binding_of(queue))
+        verdict = screen_envelope(raw, partial(self._binding_of, queue))
         if verdict is None:
             return deliver(raw)
         if isinstance(verdict, Refused):

@@ -58,9 +58,11 @@ class Unusable:
     task_name: str | None = None
 
 
-def screen_envelope(raw: Any, binding: tuple[str, str]) -> Refused | Unusable | None:
+def screen_envelope(raw: Any, binding: Callable[[], tuple[str, str]]
+                    ) -> Refused | Unusable | None:
     """None when `raw` (a message as decoded off a queue list) can be delivered as it is;
-    else what to do with it. `binding`: the exchange and routing key of its queue."""
+    else what to do with it. `binding()`: the exchange and routing key of its queue, asked
+    only for a message to repair (a round trip to the broker)."""
     identity = task_identity(raw)
     if isinstance(identity, Unusable):
         return identity
@@ -71,7 +73,7 @@ def screen_envelope(raw: Any, binding: tuple[str, str]) -> Refused | Unusable | 
     reason = f"the message envelope is malformed: {defect}"
     if not task_name.startswith("memory."):
         return Unusable(f"{reason} (not a memory task: no answer is sent)", task_id, task_name)
-    return Refused(repaired_envelope(raw, reason, task_id, task_name, binding), reason,
+    return Refused(repaired_envelope(raw, reason, task_id, task_name, binding()), reason,
                    task_id, task_name)
 
 
