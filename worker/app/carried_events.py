@@ -6,9 +6,10 @@ visit sends the events Celery would have — `task-received`, `task-started` and
 (worker/app/masking.py) and `carried_by` naming the task whose visit applied it — so Flower
 and `celery events` show every write. Sent once the write is applied (a write that must wait
 for its turn goes as its own message and is reported by its own delivery), through one event
-dispatcher opened on the first carried write. Best effort: a failed send stops the visit's
-events, never a write. Celery's task signals are not sent for carried writes (handlers
-expect the running task's own request); what ours do is called directly instead.
+dispatcher opened on the first carried write, a write's three events published together as
+one message. Best effort: a failed send stops the visit's events, never a write. Celery's
+task signals are not sent for carried writes (handlers expect the running task's own
+request); what ours do is called directly instead.
 """
 
 from __future__ import annotations
@@ -46,8 +47,7 @@ class CarriedEvents:
             return
         try:
             if self._dispatcher is None:
-                self._dispatcher = self._stack.enter_context(
-                    self.app.events.default_dispatcher(hostname=self.hostname))
+                self._dispatcher = self._open_dispatcher()
             send = self._dispatcher.send
             send("task-received", uuid=write.task_id, name=task_names.WRITE,
                  args=mask_args(write.args), kwargs=mask_kwargs({}), root_id=self.root_id,
@@ -57,10 +57,21 @@ class CarriedEvents:
             send("task-succeeded", uuid=write.task_id,
                  result=saferepr(result, self.resultrepr_maxsize), runtime=runtime_s,
                  carried_by=self.carried_by)
+            self._dispatcher.flush(errors=False)
         except Exception:
             self.enabled = False
             log.warning("could not send the events of carried write %s", write.task_id,
                         exc_info=True)
+
+    def _open_dispatcher(self) -> Any:
+        """Celery's default dispatcher, its task events buffered as the worker's own are: a
+        carried write's three go out as one message (one PUBLISH, not three), which event
+        receivers (Flower, `celery events`) read as the list it is."""
+        producer = self._stack.enter_context(
+            self.app.amqp.producer_pool.acquire(block=True))
+        return self._stack.enter_context(self.app.events.Dispatcher(
+            producer.connection, self.hostname, True, producer.channel,
+            buffer_while_offline=False, buffer_group=["task"]))
 
     def close(self) -> None:
         try:
