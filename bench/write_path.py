@@ -211,7 +211,8 @@ def in_process(database_url: str, runs: int, per_run: int, profile: Path | None 
 
 
 def start_warm_worker(database_url: str, concurrency: int, log_path: Path,
-                      level: str = "WARNING") -> tuple[subprocess.Popen[bytes], Any]:
+                      level: str = "WARNING", extra_args: tuple[str, ...] = (),
+                      env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], Any]:
     """A prefork write worker as its own process, every pool process warmed (plans, pools),
     the tables emptied again. Returns the process and its open log file."""
     from worker.client import enqueue_memory_writes
@@ -220,8 +221,8 @@ def start_warm_worker(database_url: str, concurrency: int, log_path: Path,
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "worker.celery_app:app", "worker", "-Q",
          "memory.writes", "-c", str(concurrency), "-l", level, "--without-gossip",
-         "--without-mingle"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True)
+         "--without-mingle", *extra_args], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True, env=env)
     from worker.celery_app import app
 
     deadline = time.monotonic() + 120
