@@ -120,6 +120,14 @@ def row(label: str, values: list[float], extra: str = "") -> str:
             f"{statistics.fmean(values):.2f} | {extra} |")
 
 
+def report(table: str, name: str) -> None:
+    """Print a benchmark's table and keep it in bench/results/<name>."""
+    print(table)
+    out = ROOT / "bench" / "results"
+    out.mkdir(exist_ok=True)
+    (out / name).write_text(table + "\n")
+
+
 def start_services(data_dir: Path) -> tuple[str, str, object]:
     from worker.local.embedded import EmbeddedStack
 
@@ -345,11 +353,7 @@ def main() -> None:
             lines.append(row(f"enqueue -> committed via Celery ({args.runs} runs x "
                              f"{args.per_run} writes, prefork -c {args.concurrency})",
                              latencies, f"throughput {throughput:.0f} writes/s"))
-        table = "\n".join(lines)
-        print(table)
-        out = ROOT / "bench" / "results"
-        out.mkdir(exist_ok=True)
-        (out / "write_path.md").write_text(table + "\n")
+        report("\n".join(lines), "write_path.md")
     finally:
         stack.stop()  # type: ignore[attr-defined]
 

@@ -27,7 +27,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from write_path import facts, pct, reset, start_services, start_warm_worker  # noqa: E402
+from write_path import (  # noqa: E402
+    facts,
+    pct,
+    report,
+    reset,
+    start_services,
+    start_warm_worker,
+)
 
 WARM_UP = 20
 LEGS = (
@@ -103,11 +110,7 @@ def main() -> None:
         for label, start, end in LEGS:
             legs = [(t[end] - t[start]) * 1000 for t in complete]
             lines.append(f"| {label} | {pct(legs, 0.5):.2f} | {pct(legs, 0.95):.2f} |")
-        table = "\n".join(lines)
-        print(table)
-        out = ROOT / "bench" / "results"
-        out.mkdir(exist_ok=True)
-        (out / "write_timeline.md").write_text(table + "\n")
+        report("\n".join(lines), "write_timeline.md")
     finally:
         stack.stop()  # type: ignore[attr-defined]
 
