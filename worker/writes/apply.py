@@ -99,25 +99,31 @@ def embed_text(deps: WriteDeps, text: str | None) -> Embedding:
 # fence (shared) until the vector is there, which the local model bounds (one note: ~5 ms,
 # the longest ~60 ms). Not so a remote endpoint's answer, nor a chain's batch: those are
 # asked for before the transaction. Threads do not survive fork: a process makes its own.
-_embedding_threads: dict[int, ThreadPoolExecutor] = {}
-_embedding_threads_lock = threading.Lock()
+_embedding_pool: ThreadPoolExecutor | None = None
+_embedding_pool_lock = threading.Lock()
+
+
+def _forget_parent_pool() -> None:
+    """In a forked child: the parent's thread is not there, and its lock may have been held."""
+    global _embedding_pool, _embedding_pool_lock
+    _embedding_pool, _embedding_pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_parent_pool)
 
 
 def _embedding_thread() -> ThreadPoolExecutor:
-    pid = os.getpid()
-    with _embedding_threads_lock:
-        pool = _embedding_threads.get(pid)
-        if pool is None:
-            _embedding_threads.clear()  # a parent's, dead in this child
-            pool = _embedding_threads[pid] = ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="embedding")
-        return pool
+    global _embedding_pool
+    with _embedding_pool_lock:
+        if _embedding_pool is None:
+            _embedding_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedding")
+        return _embedding_pool
 
 
-def start_embedding(deps: WriteDeps, text: str | None) -> Embedding | EmbeddingInFlight:
-    """The text's vector: at once when this process has it cached (or there is nothing to
-    embed), else computed on the embedding thread while the caller goes on."""
-    if text is None or deps.embedder is None or not computes_in_process(deps.embedder):
+def start_embedding(deps: WriteDeps, text: str) -> Embedding | EmbeddingInFlight:
+    """The text's vector: at once when this process has it cached (or cannot embed it in
+    process), else computed on the embedding thread while the caller goes on."""
+    if deps.embedder is None or not computes_in_process(deps.embedder):
         return embed_text(deps, text)
     if isinstance(deps.embedder, CachedEmbedder):
         vector = deps.embedder.cached(text)
