@@ -1,9 +1,10 @@
-"""Local embedding latency: all-MiniLM-L6-v2 on ONNX Runtime (the default) and, where torch is
-installed, on sentence-transformers + torch; one short sentence and a batch of 10, one
-intra-op thread (a worker's setting), p50 and p95 in milliseconds, plus load time.
+"""Local embedding latency: all-MiniLM-L6-v2 on OpenVINO (the default; bf16 where the CPU has
+it, and f32), on ONNX Runtime and, where torch is installed, on sentence-transformers + torch;
+one short sentence and a batch of 10, one intra-op thread (a worker's setting), p50 and p95 in
+milliseconds, plus load time.
 
-    .venv/bin/python bench/embedding.py                  # ONNX, and torch if importable
-    .venv/bin/python bench/embedding.py --runtimes onnx --calls 300
+    .venv/bin/python bench/embedding.py                  # every runtime importable here
+    .venv/bin/python bench/embedding.py --runtimes openvino:bf16,onnx --calls 300
 
 Each runtime runs in a process of its own (a fresh import, its own load time). The model is
 the same files for both; tests/integration/test_onnx_embedder.py checks the vectors agree.
@@ -37,12 +38,14 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def measure(runtime: str, calls: int, threads: int) -> dict[str, float]:
-    """In this process: load the model, then time `calls` embeddings of each shape."""
+    """In this process: load the model, then time `calls` embeddings of each shape.
+    `runtime` is a runtime's name, with `:bf16` or `:f32` for OpenVINO's precision."""
     sys.path.insert(0, str(ROOT))
     started = time.perf_counter()
     from worker.embeddings import LocalEmbedder
 
-    embedder = LocalEmbedder(runtime=runtime, threads=threads,
+    name, _, precision = runtime.partition(":")
+    embedder = LocalEmbedder(runtime=name, threads=threads, precision=precision or "f32",
                              model_name="sentence-transformers/all-MiniLM-L6-v2")
     load_s = time.perf_counter() - started
     result: dict[str, float] = {"load_s": load_s}
@@ -64,7 +67,8 @@ def measure(runtime: str, calls: int, threads: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     have_torch = importlib.util.find_spec("torch") is not None
-    parser.add_argument("--runtimes", default="onnx,torch" if have_torch else "onnx")
+    runtimes = "openvino:bf16,openvino:f32,onnx" + (",torch" if have_torch else "")
+    parser.add_argument("--runtimes", default=runtimes)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--child", help=argparse.SUPPRESS)

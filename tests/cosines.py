@@ -49,13 +49,15 @@ def write_recorded() -> None:
 
 
 def minilm(texts: Iterable[str] = ()) -> Cosine:
-    """Cosines from the real default embedder (all-MiniLM-L6-v2, offline); `texts` are
-    embedded up front in batches."""
+    """Cosines from the real default embedder (all-MiniLM-L6-v2, offline) in fp32; `texts`
+    are embedded up front in batches. fp32, not the bfloat16 a worker uses where the CPU has
+    it: the cache then holds the same figures on every machine (bfloat16's differ by up to
+    5e-4, and bench/corrections.py shows the detector scoring the same on both)."""
     import numpy as np
 
     from worker.embeddings import LocalEmbedder
 
-    embedder = LocalEmbedder(threads=1)
+    embedder = LocalEmbedder(threads=1, precision="f32")
     cache: dict[str, np.ndarray] = {}
 
     def vectors(batch_of: Iterable[str]) -> None:

@@ -162,7 +162,9 @@ def _prepare_worker_process(**_: Any) -> None:
 
     dispose_all(close=False)  # never reuse the parent's sockets
     try:
-        get_runtime().embedder  # noqa: B018 - load the model now, not on the first write
+        from worker.embeddings import warm_local_model
+
+        warm_local_model(get_runtime().embedder)  # now, not on the first writes
     except Exception as exc:
         from worker.ops.embedder_state import report_embedding
 

@@ -1,4 +1,4 @@
-"""Sentence embeddings: all-MiniLM-L6-v2 on CPU by default (ONNX Runtime; worker/local_embedding/),
+"""Sentence embeddings: all-MiniLM-L6-v2 on CPU by default (OpenVINO; worker/local_embedding/),
 or any OpenAI-compatible endpoint.
 
 One embedder per process, built on first use (after the worker has forked). Vectors are
@@ -31,7 +31,8 @@ from worker.ops.embedder_state import report_embedding
 from worker.settings import LOCAL_EMBEDDING_MODEL, Settings, get_settings
 
 __all__ = ["LOCAL_EXTRA_MISSING", "Embedder", "EmbedderUnavailable", "EmbeddingError",
-           "LocalEmbedder", "build_embedder", "get_embedder", "preload_local_model"]
+           "LocalEmbedder", "build_embedder", "get_embedder", "preload_local_model",
+           "warm_local_model"]
 
 
 class EmbeddingError(RuntimeError):
@@ -52,26 +53,31 @@ def _normalized(matrix: np.ndarray) -> list[np.ndarray]:
 
 
 class LocalEmbedder:
-    """The local model (worker/local_embedding/): all-MiniLM-L6-v2 by default, on ONNX Runtime
-    or, with MEMORY_EMBEDDING_RUNTIME=torch, sentence-transformers. Never touches the network.
+    """The local model (worker/local_embedding/): all-MiniLM-L6-v2 by default, on OpenVINO, or
+    with MEMORY_EMBEDDING_RUNTIME=onnx on ONNX Runtime, or =torch on sentence-transformers.
+    Never touches the network.
 
     Unset arguments come from the settings of this process (`get_settings()`)."""
 
     def __init__(self, model_name: str | None = None, *, threads: int | None = None,
-                 runtime: str | None = None, model_dir: str | Path | None = None) -> None:
-        settings = get_settings() if None in (model_name, threads, runtime) else None
+                 runtime: str | None = None, model_dir: str | Path | None = None,
+                 precision: str | None = None) -> None:
+        settings = get_settings() if None in (model_name, threads, runtime, precision) else None
         self.model_name = model_name or (settings.embedding_model if settings
                                          else LOCAL_EMBEDDING_MODEL)
-        self.runtime = runtime or (settings.embedding_runtime if settings else "onnx")
+        self.runtime = runtime or (settings.embedding_runtime if settings else "openvino")
         self.threads = threads or (settings.embedding_threads if settings else 1)
+        self.precision = precision or (settings.embedding_precision if settings else "bf16")
         if model_dir is None and settings is not None:
             model_dir = settings.embedding_model_dir
-        self._encoder = _encoder(self.runtime, self.model_name, model_dir, self.threads)
+        self._encoder = _encoder(self.runtime, self.model_name, model_dir, self.threads,
+                                 self.precision)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LocalEmbedder:
         return cls(settings.embedding_model, threads=settings.embedding_threads,
-                   runtime=settings.embedding_runtime, model_dir=settings.embedding_model_dir)
+                   runtime=settings.embedding_runtime, model_dir=settings.embedding_model_dir,
+                   precision=settings.embedding_precision)
 
     def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         if not texts:
@@ -239,9 +245,9 @@ def require_local_extra(settings: Settings) -> None:
 
 
 def _encoder(runtime: str, model_name: str, model_dir: str | Path | None,
-             threads: int) -> Encoder:
+             threads: int, precision: str) -> Encoder:
     try:
-        return shared_encoder(runtime, model_name, model_dir, threads)
+        return shared_encoder(runtime, model_name, model_dir, threads, precision)
     except ModelPackageMissing as exc:
         raise EmbedderUnavailable(str(exc)) from exc
     except ModelFilesError as exc:  # an unknown model, files missing from a directory
@@ -278,6 +284,16 @@ def preload_local_model(settings: Settings) -> bool:
     require_local_extra(settings)
     LocalEmbedder.from_settings(settings)
     return True
+
+
+def warm_local_model(embedder: Embedder | None) -> None:
+    """In a pool process before its first message: let the local model's runtime prepare
+    what it prepares on first use (OpenVINO: a shape's kernels). Nothing for an endpoint."""
+    while embedder is not None and not isinstance(embedder, LocalEmbedder):
+        embedder = getattr(embedder, "inner", None)
+    warm_up = getattr(embedder._encoder, "warm_up", None) if embedder is not None else None
+    if warm_up is not None:
+        warm_up()
 
 
 _process_embedders: dict[tuple[int, str, str, str | None], Embedder] = {}

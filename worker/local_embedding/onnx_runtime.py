@@ -42,6 +42,17 @@ def load_tokenizer(model_dir: Path, spec: BertSpec) -> Any:
     return tokenizer
 
 
+def tokenize(tokenizer: Any, spec: BertSpec,
+             texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """input_ids and attention_mask, int64 [batch, longest], as the graph takes them."""
+    if spec.do_lower_case:
+        texts = [text.lower() for text in texts]
+    encodings = tokenizer.encode_batch(list(texts))
+    ids = np.array([e.ids for e in encodings], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    return ids, mask
+
+
 def import_onnxruntime() -> Any:
     """onnxruntime, its telemetry off: otherwise, from 1.2x on, importing it writes a device
     id under $XDG_CACHE_HOME (or ~/.cache)/Microsoft/DeveloperTools, and warns on stderr
@@ -97,12 +108,7 @@ class OnnxEncoder:
         return self._session
 
     def tokenize(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        if self.spec.do_lower_case:
-            texts = [text.lower() for text in texts]
-        encodings = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        return ids, mask
+        return tokenize(self._tokenizer, self.spec, texts)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalized float32 vectors, one row per text."""
