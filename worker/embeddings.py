@@ -180,7 +180,8 @@ class SharedVectorCache:
 
     The head of a chain embeds its whole chain in one batch (several times cheaper per
     sentence than one at a time) and leaves the vectors here for whichever process runs the
-    next writes. Only vectors are stored, never text."""
+    next writes. Only a batch's vectors are stored (a single text's is its own write's), and
+    only vectors, never text."""
 
     def __init__(self, inner: Embedder, redis_url: str, ttl_s: int) -> None:
         import redis
@@ -209,6 +210,8 @@ class SharedVectorCache:
         if missing:
             vectors = self.inner.embed(missing)
             found.update(zip(missing, vectors, strict=True))
+            if len(texts) == 1:  # one write's own vector: no other process will ask for it,
+                return [found[t] for t in texts]  # and its write is waiting for it now
             try:
                 with self._redis.pipeline(transaction=False) as pipe:
                     for text, vector in zip(missing, vectors, strict=True):
