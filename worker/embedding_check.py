@@ -48,6 +48,18 @@ def working_detail(settings: Settings) -> str:
     return f"{settings.embedding_backend} {settings.embedding_model}"
 
 
+def local_runtime_detail(settings: Settings) -> str:
+    """How the local model runs here, once loaded: "openvino, bf16" (the precision is the one
+    the runtime chose for this CPU, not only the one asked for); "" for an endpoint."""
+    if settings.embedding_backend != "local":
+        return ""
+    from worker.embeddings import LocalEmbedder
+
+    encoder = LocalEmbedder.from_settings(settings)._encoder
+    precision = getattr(encoder, "precision", "f32")
+    return f"{settings.embedding_runtime}, {precision}"
+
+
 def _one_line(text: str, limit: int = 240) -> str:
     return " ".join(text.split())[:limit]
 

@@ -57,7 +57,7 @@ def stop_for_configuration(detail: str) -> None:
 
 @signals.worker_init.connect
 def check_embedder_at_start(sender: Any = None, **_: Any) -> None:
-    from worker.embedding_check import check_embedder, working_detail
+    from worker.embedding_check import check_embedder, local_runtime_detail, working_detail
     from worker.ops.embedder_state import (
         EmbedderStateRecorder,
         install_recorder,
@@ -79,8 +79,10 @@ def check_embedder_at_start(sender: Any = None, **_: Any) -> None:
     install_recorder(recorder)  # before the fork: every pool process reports to it
     recorder.record(result.outcome == "ok", result.detail)
     if result.outcome == "ok":
+        runs_on = local_runtime_detail(settings)
         _deferred.append((logging.INFO, f"embedder ready ({result.detail}) in "
-                                        f"{time.perf_counter() - started:.1f} s"))
+                                        f"{time.perf_counter() - started:.1f} s"
+                                        + (f", on {runs_on}" if runs_on else "")))
     else:
         _deferred.append((logging.WARNING, f"embedder not available at start: "
                                            f"{result.detail}"))
