@@ -39,7 +39,7 @@ from worker.local_embedding.onnx_runtime import BATCH, load_tokenizer, tokenize
 
 Precision = str  # "bf16" or "f32"
 
-# Token counts (with [CLS] and [SEP]) of one note that `warm_up` runs: ~0.25 s.
+# Token counts (with [CLS] and [SEP]) of one note that `warm_up` runs: ~0.3 s.
 WARM_LENGTHS = range(3, 49)
 
 _encoders: weakref.WeakSet[OpenVinoEncoder] = weakref.WeakSet()
