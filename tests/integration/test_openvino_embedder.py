@@ -7,6 +7,8 @@ file are the same on both (bench/corrections.py, docs/benchmarks.md)."""
 from __future__ import annotations
 
 import os
+import signal
+import threading
 
 import numpy as np
 import pytest
@@ -80,3 +82,32 @@ def test_warming_an_endpoint_or_nothing_does_nothing():
 
     warm_local_model(None)
     warm_local_model(CachedEmbedder(Endpoint(), 4))  # type: ignore[arg-type]
+
+
+def test_a_fork_while_another_thread_holds_the_model_leaves_the_child_a_free_model():
+    # The warm-up or the embedding thread may hold the encoder's lock when a process forks;
+    # that thread is not in the child, so the child gets a lock of its own.
+    embedder = _embedder("bf16")
+    encoder = _encoder(embedder)
+    embedder.embed(["User likes tea."])
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with encoder._lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            signal.alarm(20)  # a lock inherited held would hang here: die instead
+            vectors = embedder.embed(["User prefers green tea in the morning."])
+            os._exit(0 if len(vectors) == 1 and vectors[0].shape == (384,) else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    finally:
+        release.set()
+        holder.join()
