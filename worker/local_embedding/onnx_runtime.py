@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,17 @@ def tokenize(tokenizer: Any, spec: BertSpec,
     ids = np.array([e.ids for e in encodings], dtype=np.int64)
     mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
     return ids, mask
+
+
+def encode_in_batches(texts: Sequence[str], spec: BertSpec,
+                      tokenize_batch: Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]],
+                      run: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """The rows `run` gives for `texts`, `BATCH` texts per forward pass, as float32."""
+    if not texts:
+        return np.zeros((0, spec.hidden_size), dtype=np.float32)
+    rows = [run(*tokenize_batch(texts[start:start + BATCH]))
+            for start in range(0, len(texts), BATCH)]
+    return np.concatenate(rows).astype(np.float32, copy=False)
 
 
 def import_onnxruntime() -> Any:
@@ -112,13 +123,11 @@ class OnnxEncoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalized float32 vectors, one row per text."""
-        if not texts:
-            return np.zeros((0, self.spec.hidden_size), dtype=np.float32)
-        rows = []
         with self._lock:
             session = self._session_for_this_process()
-            for start in range(0, len(texts), BATCH):
-                ids, mask = self.tokenize(texts[start:start + BATCH])
+
+            def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
                 [vectors] = session.run([OUTPUT], {INPUT_IDS: ids, ATTENTION_MASK: mask})
-                rows.append(vectors)
-        return np.concatenate(rows).astype(np.float32, copy=False)
+                return np.asarray(vectors)
+
+            return encode_in_batches(texts, self.spec, self.tokenize, run)

@@ -35,7 +35,7 @@ import numpy as np
 
 from worker.local_embedding.graph import ATTENTION_MASK, INPUT_IDS, OUTPUT, serialized_model
 from worker.local_embedding.model_files import read_spec
-from worker.local_embedding.onnx_runtime import BATCH, load_tokenizer, tokenize
+from worker.local_embedding.onnx_runtime import encode_in_batches, load_tokenizer, tokenize
 
 Precision = str  # "bf16" or "f32"
 
@@ -115,14 +115,12 @@ class OpenVinoEncoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalized float32 vectors, one row per text."""
-        if not texts:
-            return np.zeros((0, self.spec.hidden_size), dtype=np.float32)
-        rows = []
         with self._lock:
             request = self._request_for_this_process()
-            for start in range(0, len(texts), BATCH):
-                ids, mask = self.tokenize(texts[start:start + BATCH])
+
+            def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
                 result = request.infer({INPUT_IDS: ids, ATTENTION_MASK: mask})
-                rows.append(np.array(result[OUTPUT], dtype=np.float32))  # a copy: the
-                # request's output buffer is reused by its next inference
-        return np.concatenate(rows)
+                # A copy: the request's output buffer is reused by its next inference.
+                return np.array(result[OUTPUT], dtype=np.float32)
+
+            return encode_in_batches(texts, self.spec, self.tokenize, run)
