@@ -46,7 +46,7 @@ _encoders: weakref.WeakSet[OpenVinoEncoder] = weakref.WeakSet()
 
 
 def _fresh_locks_in_child() -> None:
-    """A fork may come while a thread of the parent (the warm-up, the embedding thread)
+    """A fork may come while another thread of the parent (the embedding thread, a caller's)
     holds an encoder's lock; that thread is not in the child, so the child's lock is new."""
     for encoder in list(_encoders):
         encoder._lock = threading.Lock()
