@@ -55,9 +55,7 @@ def local_runtime_detail(settings: Settings) -> str:
         return ""
     from worker.embeddings import LocalEmbedder
 
-    encoder = LocalEmbedder.from_settings(settings)._encoder
-    precision = getattr(encoder, "precision", "f32")
-    return f"{settings.embedding_runtime}, {precision}"
+    return LocalEmbedder.from_settings(settings).runs_on
 
 
 def _one_line(text: str, limit: int = 240) -> str:

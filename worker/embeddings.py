@@ -79,6 +79,18 @@ class LocalEmbedder:
                    runtime=settings.embedding_runtime, model_dir=settings.embedding_model_dir,
                    precision=settings.embedding_precision)
 
+    @property
+    def runs_on(self) -> str:
+        """The runtime and the precision it chose for this CPU: "openvino, bf16"."""
+        return f"{self.runtime}, {getattr(self._encoder, 'precision', 'f32')}"
+
+    def warm_up(self) -> None:
+        """Let the runtime prepare what it prepares on first use (OpenVINO: a shape's
+        kernels), so that the first writes do not pay for it."""
+        warm_up = getattr(self._encoder, "warm_up", None)
+        if warm_up is not None:
+            warm_up()
+
     def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         if not texts:
             return []
@@ -290,13 +302,12 @@ def preload_local_model(settings: Settings) -> bool:
 
 
 def warm_local_model(embedder: Embedder | None) -> None:
-    """In a pool process before its first message: let the local model's runtime prepare
-    what it prepares on first use (OpenVINO: a shape's kernels). Nothing for an endpoint."""
+    """In a pool process before its first message: the local model under whatever caches
+    wrap it, warmed (`LocalEmbedder.warm_up`). Nothing for an endpoint."""
     while embedder is not None and not isinstance(embedder, LocalEmbedder):
         embedder = getattr(embedder, "inner", None)
-    warm_up = getattr(embedder._encoder, "warm_up", None) if embedder is not None else None
-    if warm_up is not None:
-        warm_up()
+    if embedder is not None:
+        embedder.warm_up()
 
 
 _process_embedders: dict[tuple[int, str, str, str | None], Embedder] = {}

