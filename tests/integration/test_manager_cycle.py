@@ -178,3 +178,18 @@ def test_cli_runs_a_cycle_lists_it_and_shows_a_notes_history(runtime, services):
     assert "metric" not in json.dumps(history)  # history never carries note text
     missing = runner.invoke(cli, ["notes", "history", "not-a-uuid"])
     assert missing.exit_code != 0
+
+
+def test_a_cycle_after_a_database_restart_runs_on_fresh_connections(runtime, services):
+    # The pool's connections are from before the restart; the cycle's first statement finds
+    # one dead and the cycle still runs (as `build_context` does).
+    assert run_cycle(runtime).status.value == "succeeded"
+    import psycopg
+
+    with psycopg.connect(services.admin_url, autocommit=True) as admin:
+        killed = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name = 'memory-worker' AND pid <> pg_backend_pid()"
+        ).fetchone()[0]
+    assert killed >= 1
+    assert run_cycle(runtime).status.value == "succeeded"

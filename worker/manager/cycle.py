@@ -209,16 +209,26 @@ def run_manager_cycle(db: Database, settings: Settings, embedder: Embedder | Non
                       task_id: str | None = None,
                       on_phase: Callable[[dict[str, Any]], None] | None = None) -> CycleReport:
     """Run one cycle unless another is running (then record the skip and return)."""
-    with db.connect() as lock_conn:
-        lock_conn = lock_conn.execution_options(isolation_level="AUTOCOMMIT")
-        if not try_cycle_lock(lock_conn):
-            return _skip(db, forced=force, now=now, task_id=task_id)
-        try:
-            return _run_locked(db, settings, embedder, now=now, force=force,
-                               force_maintenance=force_maintenance, task_id=task_id,
-                               on_phase=on_phase)
-        finally:
-            release_cycle_lock(lock_conn)
+    for attempt in (1, 2):
+        with db.connect() as lock_conn:
+            lock_conn = lock_conn.execution_options(isolation_level="AUTOCOMMIT")
+            try:
+                locked = try_cycle_lock(lock_conn)
+            except DBAPIError as exc:
+                if exc.connection_invalidated and attempt == 1:
+                    # A pooled connection had died (database restart) before the cycle did
+                    # anything: the pool is refreshed; take the lock once more.
+                    continue
+                raise
+            if not locked:
+                return _skip(db, forced=force, now=now, task_id=task_id)
+            try:
+                return _run_locked(db, settings, embedder, now=now, force=force,
+                                   force_maintenance=force_maintenance, task_id=task_id,
+                                   on_phase=on_phase)
+            finally:
+                release_cycle_lock(lock_conn)
+    raise AssertionError("unreachable: the second attempt returns or raises")
 
 
 def _run_locked(db: Database, settings: Settings, embedder: Embedder | None, *,
