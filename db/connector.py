@@ -173,10 +173,12 @@ class Database:
         with self._engine(generic_plans).connect() as conn:
             yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
-    def dispose(self, *, close: bool = True) -> None:
-        """Drop the pools. close=False in a forked child: the sockets belong to the parent."""
+    def dispose(self) -> None:
+        """Drop the pools; the next use makes new ones. A pool this process made is closed; one
+        inherited through fork is only forgotten (its sockets belong to the parent)."""
+        made_here = self._pid == os.getpid()
         for engine in self._engines.values():
-            engine.dispose(close=close)
+            engine.dispose(close=made_here)
         self._engines = {}
 
 
@@ -194,8 +196,10 @@ def get_database(url: str, *, pool_size: int = 4,
         return db
 
 
-def dispose_all(*, close: bool = True) -> None:
+def dispose_all() -> None:
+    """Drop every pool of this process. The Database objects stay registered: a holder of one
+    (a fixture, a runtime) and a later get_database() keep sharing it, so a later dispose_all
+    still reaches its pools (a solo worker sends worker_process_init in its own process)."""
     with _registry_lock:
         for db in _databases.values():
-            db.dispose(close=close)
-        _databases.clear()
+            db.dispose()

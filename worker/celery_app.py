@@ -160,7 +160,7 @@ def _prepare_worker_process(**_: Any) -> None:
     from db.connector import dispose_all
     from worker.runtime import get_runtime
 
-    dispose_all(close=False)  # never reuse the parent's sockets
+    dispose_all()  # never reuse the parent's sockets (inherited pools are only forgotten)
     try:
         from worker.embeddings import warm_local_model
 
