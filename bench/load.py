@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import cpu_accounts  # noqa: E402
 from write_path import (  # noqa: E402
     facts,
     pct,
@@ -53,6 +54,7 @@ def run_load(database_url: str, runs: int, per_run: int, concurrency: int,
         texts = facts(runs * per_run, "load")
         sent_at: dict[tuple[str, int], float] = {}
         position: dict[tuple[str, int], int] = {}
+        procs_before, busy_before = cpu_accounts.snapshot(), cpu_accounts.machine_busy_s()
         started = time.time()
         for r in range(runs):
             run = {"run_id": f"load-{r}", "agent_id": "bench", "user_id": f"u{r % 50}",
@@ -66,6 +68,8 @@ def run_load(database_url: str, runs: int, per_run: int, concurrency: int,
         enqueue_s = time.time() - started
         total = runs * per_run
         applied = wait_for_commits(database_url, total, started, limit_s=1800)
+        cpu = cpu_accounts.spent(procs_before, cpu_accounts.snapshot(), worker.pid)
+        cpu["machine"] = cpu_accounts.machine_busy_s() - busy_before
         retries = log_path.read_text(errors="replace").count("Retry in") - retries_before
     finally:
         worker.terminate()
@@ -88,7 +92,7 @@ def run_load(database_url: str, runs: int, per_run: int, concurrency: int,
     elapsed = max(commit_at.values()) - started
     return {"total": total, "elapsed": elapsed, "enqueue_s": enqueue_s,
             "latency": list(latency.values()), "heads": heads, "later": later,
-            "work": work, "hops": hops, "spans": spans, "retries": retries}
+            "work": work, "hops": hops, "spans": spans, "retries": retries, "cpu": cpu}
 
 
 def main() -> None:
@@ -129,6 +133,21 @@ def main() -> None:
         f"| one write's work in the worker (duration_ms) | {cells(result['work'])} |",
         f"| commit -> next commit in the same chain (a hop) | {cells(result['hops'])} |",
         f"| a chain's first commit -> its last commit | {cells(result['spans'])} |",
+    ]
+    cpu: dict[str, float] = result["cpu"]  # type: ignore[assignment]
+    lines += [
+        "",
+        f"CPU time from the first enqueue to the last commit, by process group "
+        f"(bench/cpu_accounts.py); 300 writes/s on 2 cores leaves {2000 / 300:.2f} ms per write "
+        "for all of them:",
+        "",
+        "| group | CPU s | ms per write | share of the machine's busy time |",
+        "|---|---|---|---|",
+        *(f"| {group} | {cpu[group]:.1f} | {cpu[group] * 1000 / total:.2f} | "  # type: ignore[operator]
+          f"{cpu[group] / cpu['machine']:.0%} |" for group in cpu_accounts.GROUPS),
+        f"| the machine, all cores (/proc/stat) | {cpu['machine']:.1f} | "
+        f"{cpu['machine'] * 1000 / total:.2f} | {cpu['machine'] / elapsed:.2f} "  # type: ignore[operator]
+        "cores busy on average |",
     ]
     text = "\n".join(lines)
     print(text)
