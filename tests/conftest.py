@@ -211,6 +211,11 @@ def celery_worker(services: Services, settings, embedder):
     from worker.runtime import Runtime, set_runtime
 
     set_runtime(Runtime(settings=settings, embedder_override=embedder))
+    # Module fixtures start before a test's clean_state: a previous test's unconsumed messages
+    # would reach this worker first, and be applied while clean_state empties the tables.
+    import redis
+
+    redis.Redis.from_url(services.redis_url).flushdb()
     with start_worker(
         app, pool="threads", concurrency=4, perform_ping_check=False, loglevel="WARNING",
         queues=[settings.write_queue, settings.manager_queue], shutdown_timeout=30.0,

@@ -206,3 +206,16 @@ def test_no_gap_is_declared_while_the_missing_write_is_recorded(services, runtim
     clock["now"] += timedelta(seconds=settings.seq_gap_timeout_s + 1)
     assert apply_memory_write(deps, unrecorded, write, 7, prev_payload=5).disposition \
         == "written"
+
+
+def test_clear_all_drops_several_runs_records_in_one_call(services, client, records):
+    first, second = _enqueue("rec-many-1"), _enqueue("rec-many-2")
+    records.clear_all([("rec-many-1", first.seqs[0]), ("rec-many-1", first.seqs[1]),
+                       ("rec-many-2", second.seqs[2])])
+    assert sorted(int(k) for k in client.hkeys(records_key("rec-many-1"))) == [first.seqs[2]]
+    assert sorted(int(k) for k in client.hkeys(records_key("rec-many-2"))) == second.seqs[:2]
+    assert client.zcard(DUE_KEY) == 3, "the three cleared writes are no longer due"
+    # A run id no client could have recorded (not valid Unicode) takes nothing else with it.
+    records.clear_all([("bad-\udcff", 1), ("rec-many-2", second.seqs[0])])
+    assert sorted(int(k) for k in client.hkeys(records_key("rec-many-2"))) == [second.seqs[1]]
+    assert client.zcard(DUE_KEY) == 2

@@ -6,10 +6,10 @@ visit sends the events Celery would have — `task-received`, `task-started` and
 (worker/app/masking.py) and `carried_by` naming the task whose visit applied it — so Flower
 and `celery events` show every write. Sent once the write is applied (a write that must wait
 for its turn goes as its own message and is reported by its own delivery), through one event
-dispatcher opened on the first carried write, a write's three events published together as
-one message. Best effort: a failed send stops the visit's events, never a write. Celery's
-task signals are not sent for carried writes (handlers expect the running task's own
-request); what ours do is called directly instead.
+dispatcher opened on the first carried write, the visit's events published together when it
+ends (each with the time it was made). Best effort: a failed send stops the visit's events,
+never a write. Celery's task signals are not sent for carried writes (handlers expect the
+running task's own request); what ours do is called directly instead.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ from worker.app.chain_visit import ChainedWrite
 from worker.app.masking import mask_args, mask_kwargs
 
 log = logging.getLogger(__name__)
+
+# A visit's events are sent when it ends, or whenever this many wait (twenty writes' worth:
+# a message of tens of kilobytes, not one of a long visit's whole story).
+EVENTS_PER_MESSAGE = 60
 
 
 class CarriedEvents:
@@ -57,23 +61,31 @@ class CarriedEvents:
             send("task-succeeded", uuid=write.task_id,
                  result=saferepr(result, self.resultrepr_maxsize), runtime=runtime_s,
                  carried_by=self.carried_by)
-            self._dispatcher.flush(errors=False)
         except Exception:
             self.enabled = False
             log.warning("could not send the events of carried write %s", write.task_id,
                         exc_info=True)
 
     def _open_dispatcher(self) -> Any:
-        """Celery's default dispatcher, its task events buffered as the worker's own are: a
-        carried write's three go out as one message (one PUBLISH, not three), which event
-        receivers (Flower, `celery events`) read as the list it is."""
+        """Celery's default dispatcher, its task events buffered as the worker's own are: the
+        visit's events go out together when it ends (one PUBLISH, or one per
+        `buffer_limit` events), which event receivers (Flower, `celery events`) read as the
+        list it is. Each event keeps the time it was made."""
         producer = self._stack.enter_context(
             self.app.amqp.producer_pool.acquire(block=True))
         return self._stack.enter_context(self.app.events.Dispatcher(
             producer.connection, self.hostname, True, producer.channel,
-            buffer_while_offline=False, buffer_group=["task"]))
+            buffer_while_offline=False, buffer_group=["task"],
+            buffer_limit=EVENTS_PER_MESSAGE))
 
     def close(self) -> None:
+        """Publish what is buffered, then give the producer back."""
+        try:
+            if self._dispatcher is not None and self.enabled:
+                self._dispatcher.flush(errors=False)
+        except Exception:
+            log.warning("could not send the events of the writes carried by %s",
+                        self.carried_by, exc_info=True)
         try:
             self._stack.close()
         except Exception:

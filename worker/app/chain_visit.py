@@ -3,12 +3,14 @@ chain carries, instead of publishing the next one behind every other chain's nex
 
 Each carried write is applied exactly as if it had come as its own message: its own
 transaction, exactly-once per (run, seq) by the write log, under its own task id (the one its
-client waits on). After each one, what the task path does after a write is done here too:
-the client's write record is cleared (`settle_record`), a refused-erased run's counter goes,
-the result is stored under the write's task id and checked against erasures that overlapped
-the visit (worker/app/erased_results.py, with the visit's start as the task's start: the safe
-side), its metrics and log line are recorded (worker/app/telemetry.py) and task events are
-sent for it (`CarriedEvents`: what Flower shows, with `carried_by`).
+client waits on). After each one, what the task path does after a write is done here too: a
+refused-erased run's counter goes, the result is stored under the write's task id and
+checked against erasures that overlapped the visit (worker/app/erased_results.py, with the
+visit's start as the task's start: the safe side), its metrics and log line are recorded
+(worker/app/telemetry.py) and its task events made (`CarriedEvents`: what Flower shows, with
+`carried_by`). Two things wait for the visit's end, to cost one round trip a visit rather
+than one a write: the events' sending, and the clearing of the clients' write records
+(`settle_record`).
 
 A visit stops, and its task publishes the rest of the chain as today
 (worker/app/continuations.py), after `chain_visit_max_writes` writes (the first included) or
@@ -80,25 +82,38 @@ def chained_write(step: Any) -> ChainedWrite | None:
     return ChainedWrite(task_id, *args)
 
 
-def settle_record(deps: WriteDeps, run: Any, seq: Any, outcome: WriteResult) -> None:
-    """The (run, seq) is committed, or refused for good: its client's write record goes.
-    An `error` keeps it, so the redelivery pass delivers the write again."""
-    if deps.records is None or outcome.disposition == Disposition.ERROR:
-        return
+def settled_record(run: Any, seq: Any, outcome: WriteResult) -> tuple[str, int] | None:
+    """The (run, seq) whose client's write record goes: committed, or refused for good. None
+    for an `error` (kept: the redelivery pass delivers the write again) and for ids no client
+    could have recorded."""
+    if outcome.disposition == Disposition.ERROR:
+        return None
     run_id = run.get("run_id") if isinstance(run, dict) else None
     if isinstance(run_id, int) and not isinstance(run_id, bool):
         run_id = str(run_id)  # an integer id means its decimal string
     if isinstance(run_id, str) and isinstance(seq, int) and not isinstance(seq, bool):
-        deps.records.clear(run_id, seq)
+        return run_id, seq
+    return None
 
 
-def after_write(deps: WriteDeps, run: Any, seq: Any, outcome: WriteResult) -> None:
-    """What follows every applied `memory.write`, carried or not."""
-    settle_record(deps, run, seq, outcome)
+def settle_record(deps: WriteDeps, run: Any, seq: Any, outcome: WriteResult) -> None:
+    """The write's record goes once it is committed or refused for good."""
+    settled = settled_record(run, seq, outcome)
+    if deps.records is not None and settled is not None:
+        deps.records.clear(*settled)
+
+
+def forget_erased_run(deps: WriteDeps, run: Any, outcome: WriteResult) -> None:
     if outcome.disposition == Disposition.REJECTED_ERASED and isinstance(run, dict):
         # A run with no row when its subject was erased still has its counter, whose key
         # names the run; the erasure could not find it, its first refused write can.
         forget_run_counter(deps.settings.redis_url, run.get("run_id"))
+
+
+def after_write(deps: WriteDeps, run: Any, seq: Any, outcome: WriteResult) -> None:
+    """What follows every applied `memory.write` its own message brought."""
+    settle_record(deps, run, seq, outcome)
+    forget_erased_run(deps, run, outcome)
 
 
 def timed_out(run: Any, seq: Any) -> WriteResult:
@@ -159,6 +174,19 @@ def carry_writes(deps: WriteDeps, steps: list[dict[str, Any]] | None,
     """Apply the writes `steps` (a chain, next step last) carries after the head, within the
     bounds; return what is left to publish."""
     rest = list(steps or [])
+    settled: list[tuple[str, int]] = []
+    try:
+        return _carry(deps, rest, visit, settled)
+    finally:
+        # The carried writes' records go together, after their results are stored (one round
+        # trip a visit); a record a dead visit leaves is the redelivery pass's, which finds
+        # its write applied in the write log.
+        if deps.records is not None:
+            deps.records.clear_all(settled)
+
+
+def _carry(deps: WriteDeps, rest: list[dict[str, Any]], visit: Visit,
+           settled: list[tuple[str, int]]) -> VisitEnd:
     limit, budget = deps.settings.chain_visit_max_writes, deps.settings.chain_visit_budget_s
     applied, last = 1, visit.head_task_id
     while rest and applied < limit and visit.clock() - visit.started < budget:
@@ -184,6 +212,8 @@ def carry_writes(deps: WriteDeps, steps: list[dict[str, Any]] | None,
         parent, last = last, write.task_id
         try:
             _finish(deps, visit, write, outcome, parent, time.perf_counter() - began)
+            if (record := settled_record(write.run, write.seq, outcome)) is not None:
+                settled.append(record)
         except SoftTimeLimitExceeded:
             log.error("the soft time limit cut a chain visit after %s", write.task_id)
             break
@@ -200,8 +230,9 @@ def carry_writes(deps: WriteDeps, steps: list[dict[str, Any]] | None,
 
 def _finish(deps: WriteDeps, visit: Visit, write: ChainedWrite, outcome: WriteResult,
             parent_id: str, runtime_s: float) -> None:
-    """After a carried write: what the task path does after a write, and after a task."""
-    after_write(deps, write.run, write.seq, outcome)
+    """After a carried write: what the task path does after a write (but its record's
+    clearing, which waits for the visit's end), and after a task."""
+    forget_erased_run(deps, write.run, outcome)
     result = outcome.as_dict()
     visit.backend.store_result(write.task_id, result, "SUCCESS")
     drop_if_erased(visit.backend, task_names.WRITE, write.task_id, visit.erasure_started_us,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,16 +144,28 @@ class WriteRecords:
         """The (run, seq) is committed or refused for good: its record goes. Best effort:
         a record left behind is found applied in the write log and cleared by the next
         redelivery pass."""
+        self.clear_all([(run_id, seq)])
+
+    def clear_all(self, settled: Sequence[tuple[str, int]]) -> None:
+        """`clear` for several (run, seq) in one round trip (a chain visit's carried writes)."""
+        if not settled:
+            return
         try:
             with self.client.pipeline(transaction=True) as pipe:
-                pipe.hdel(records_key(run_id), str(seq), f"{seq}{REDELIVERED_SUFFIX}")
-                pipe.zrem(DUE_KEY, due_member(run_id, seq))
+                for run_id, seq in settled:
+                    pipe.hdel(records_key(run_id), str(seq), f"{seq}{REDELIVERED_SUFFIX}")
+                pipe.zrem(DUE_KEY, *(due_member(run_id, seq) for run_id, seq in settled))
                 pipe.execute()
         except UnicodeError:
-            pass  # a run id no client could have recorded (invalid Unicode): nothing to clear
+            # A run id no client could have recorded (invalid Unicode): nothing to clear for
+            # it, the others still go.
+            if len(settled) > 1:
+                for one in settled:
+                    self.clear_all([one])
         except redis.RedisError as exc:
-            log.warning("could not clear the write record of %s/%s (%s); the next redelivery "
-                        "pass clears it", run_id, seq, type(exc).__name__)
+            log.warning("could not clear the write records of %s (%s); the next redelivery "
+                        "pass clears them", ", ".join(f"{r}/{s}" for r, s in settled),
+                        type(exc).__name__)
 
     def awaiting(self, run_id: str, after_seq: int, up_to_seq: int) -> bool:
         """Whether a write of the run numbered in (after_seq, up_to_seq] is recorded, i.e.
