@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg._queries
 from pgvector.psycopg import register_vector
 from psycopg.types.datetime import TimestamptzBinaryLoader, TimestamptzLoader
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DBAPIError
 
 # A connection attempt fails after this long unless the URL says otherwise: a server that is
 # down, a port nobody answers on, or one that accepts and never replies must give an error in
@@ -180,6 +181,21 @@ class Database:
         for engine in self._engines.values():
             engine.dispose(close=made_here)
         self._engines = {}
+
+
+T = TypeVar("T")
+
+
+def once_more_if_invalidated(call: Callable[[], T]) -> T:
+    """`call()`, and once more if it met a pooled connection that had died (a database
+    restart): SQLAlchemy has then invalidated the pool, so the second call connects anew.
+    Only for a step that may run twice: a read, or a first statement that changed nothing."""
+    try:
+        return call()
+    except DBAPIError as exc:
+        if not exc.connection_invalidated:
+            raise
+        return call()
 
 
 _databases: dict[str, Database] = {}

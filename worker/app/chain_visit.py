@@ -82,7 +82,7 @@ def chained_write(step: Any) -> ChainedWrite | None:
     return ChainedWrite(task_id, *args)
 
 
-def settled_record(run: Any, seq: Any, outcome: WriteResult) -> tuple[str, int] | None:
+def record_to_clear(run: Any, seq: Any, outcome: WriteResult) -> tuple[str, int] | None:
     """The (run, seq) whose client's write record goes: committed, or refused for good. None
     for an `error` (kept: the redelivery pass delivers the write again) and for ids no client
     could have recorded."""
@@ -98,7 +98,7 @@ def settled_record(run: Any, seq: Any, outcome: WriteResult) -> tuple[str, int] 
 
 def settle_record(deps: WriteDeps, run: Any, seq: Any, outcome: WriteResult) -> None:
     """The write's record goes once it is committed or refused for good."""
-    settled = settled_record(run, seq, outcome)
+    settled = record_to_clear(run, seq, outcome)
     if deps.records is not None and settled is not None:
         deps.records.clear(*settled)
 
@@ -215,7 +215,7 @@ def _carry(deps: WriteDeps, rest: list[dict[str, Any]], visit: Visit,
         parent, last = last, write.task_id
         try:
             _finish(deps, visit, write, outcome, parent, time.perf_counter() - began)
-            if (record := settled_record(write.run, write.seq, outcome)) is not None:
+            if (record := record_to_clear(write.run, write.seq, outcome)) is not None:
                 settled.append(record)
         except SoftTimeLimitExceeded:
             log.error("the soft time limit cut a chain visit after %s", write.task_id)

@@ -13,14 +13,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg.errors
+from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from db.connector import Database
+from db.connector import Database, once_more_if_invalidated
 from db.enums import CycleStatus
 from db.queries.manager import (
     ConcurrentChange,
@@ -209,26 +211,25 @@ def run_manager_cycle(db: Database, settings: Settings, embedder: Embedder | Non
                       task_id: str | None = None,
                       on_phase: Callable[[dict[str, Any]], None] | None = None) -> CycleReport:
     """Run one cycle unless another is running (then record the skip and return)."""
-    for attempt in (1, 2):
-        with db.connect() as lock_conn:
-            lock_conn = lock_conn.execution_options(isolation_level="AUTOCOMMIT")
-            try:
-                locked = try_cycle_lock(lock_conn)
-            except DBAPIError as exc:
-                if exc.connection_invalidated and attempt == 1:
-                    # A pooled connection had died (database restart) before the cycle did
-                    # anything: the pool is refreshed; take the lock once more.
-                    continue
-                raise
-            if not locked:
-                return _skip(db, forced=force, now=now, task_id=task_id)
-            try:
-                return _run_locked(db, settings, embedder, now=now, force=force,
-                                   force_maintenance=force_maintenance, task_id=task_id,
-                                   on_phase=on_phase)
-            finally:
-                release_cycle_lock(lock_conn)
-    raise AssertionError("unreachable: the second attempt returns or raises")
+    with ExitStack() as stack:
+        # A pooled connection dead since a database restart fails the lock, before the cycle
+        # did anything: the lock is taken once more on the refreshed pool.
+        lock_conn, locked = once_more_if_invalidated(lambda: _take_cycle_lock(db, stack))
+        if not locked:
+            return _skip(db, forced=force, now=now, task_id=task_id)
+        try:
+            return _run_locked(db, settings, embedder, now=now, force=force,
+                               force_maintenance=force_maintenance, task_id=task_id,
+                               on_phase=on_phase)
+        finally:
+            release_cycle_lock(lock_conn)
+
+
+def _take_cycle_lock(db: Database, stack: ExitStack) -> tuple[Connection, bool]:
+    """A connection of its own for the cycle's session lock, and whether it got the lock."""
+    lock_conn = stack.enter_context(db.connect()).execution_options(
+        isolation_level="AUTOCOMMIT")
+    return lock_conn, try_cycle_lock(lock_conn)
 
 
 def _run_locked(db: Database, settings: Settings, embedder: Embedder | None, *,

@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exc as sa_exc
-
-from db.connector import Database
+from db.connector import Database, once_more_if_invalidated
 from db.queries.access import record_access
 from db.queries.injection import filtered_counts
 from db.queries.retrieval import ExampleCandidate, NoteCandidate, select_examples
@@ -183,15 +181,10 @@ def build_context(deps: ContextDeps, request: RequestScope, input_text: str | No
                   include_policy: bool = True, run_id: str | None = None,
                   record_access: bool = True) -> MemoryContext:
     """Raises ScopeError when the agent's scope configuration is not satisfied."""
-    try:
-        return _build_context(deps, request, input_text, include_policy=include_policy,
-                              run_id=run_id, record_access=record_access)
-    except sa_exc.DBAPIError as exc:
-        if not exc.connection_invalidated:
-            raise
-        # A pooled connection had died (database restart): the pool is refreshed; try once more.
-        return _build_context(deps, request, input_text, include_policy=include_policy,
-                              run_id=run_id, record_access=record_access)
+    # A read changes nothing, so a whole build may run again on a refreshed pool.
+    return once_more_if_invalidated(lambda: _build_context(
+        deps, request, input_text, include_policy=include_policy, run_id=run_id,
+        record_access=record_access))
 
 
 def _build_context(deps: ContextDeps, request: RequestScope, input_text: str | None, *,
